@@ -1,0 +1,85 @@
+/**
+ * Typed listeners: what staunch did, with method and a redacted URL, never a
+ * header or a body. A throwing listener never breaks the request.
+ */
+import type { PacingSource } from './retry/server-delay.js';
+
+/** Fields every event carries. */
+export interface RequestEvent {
+  /** Upper-case method. */
+  method: string;
+  /** The URL with credentials redacted. */
+  url: string;
+}
+
+/** One attempt settled. */
+export interface AttemptEvent extends RequestEvent {
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** The response status, when the attempt got one. */
+  status?: number;
+  /** The error code (`ECONNREFUSED`, `STAUNCH_DEADLINE`…), when it failed without a response. */
+  code?: string;
+  /** ms from the attempt's start to its response headers or its failure. */
+  duration: number;
+}
+
+/** What made an attempt worth retrying. */
+export type RetryReason = 'status' | 'unsent' | 'maybe-sent' | 'timeout';
+
+/** A retry is scheduled. */
+export interface RetryEvent extends RequestEvent {
+  /** The attempt that failed. */
+  attempt: number;
+  /** ms until the next attempt. */
+  delay: number;
+  /** Where the delay came from: a server hint, or the backoff. */
+  delaySource: PacingSource | 'backoff';
+  reason: RetryReason;
+  status?: number;
+  code?: string;
+}
+
+/**
+ * Why a retryable outcome was not retried:
+ * - `attempts`: `retry.attempts` reached;
+ * - `deadline`: the next wait would outlive `timeout.total`;
+ * - `retry-after`: the server asked for more than `retry.maxRetryAfter`;
+ * - `not-replayable`: the outcome may have reached the server and the request
+ *   is neither idempotent nor keyed;
+ * - `body-not-replayable`: the request body was a stream already sent.
+ */
+export type GiveUpReason =
+  | 'attempts'
+  | 'deadline'
+  | 'retry-after'
+  | 'not-replayable'
+  | 'body-not-replayable';
+
+/** The logical request ends on a retryable failure that will not be retried. */
+export interface GiveUpEvent extends RequestEvent {
+  /** Attempts made. */
+  attempts: number;
+  reason: GiveUpReason;
+  status?: number;
+  code?: string;
+  /** For `retry-after` and `deadline`: the delay that was refused, in ms. */
+  delay?: number;
+}
+
+/** Listeners, all optional. */
+export interface StaunchListeners {
+  attempt?: (event: AttemptEvent) => void;
+  retry?: (event: RetryEvent) => void;
+  giveUp?: (event: GiveUpEvent) => void;
+}
+
+/** Calls a listener, swallowing what it throws: observers never break requests. */
+export function emit<E>(listener: ((event: E) => void) | undefined, event: E): void {
+  if (listener === undefined) return;
+  try {
+    listener(event);
+  } catch {
+    // A listener's bug must not turn a success into a failure.
+  }
+}

@@ -1,0 +1,313 @@
+/**
+ * The executor: one logical request, many attempts. It knows nothing of
+ * fetch or undici; an adapter hands it an `Exchange` (how to send one attempt
+ * and read its response) and it decides, per DESIGN.md, whether and when to
+ * send again, inside the deadline, and what to hand back.
+ */
+import {
+  DeadlineExceededError,
+  type DeadlineScope,
+  NetworkError,
+  type StaunchErrorOptions,
+} from './errors.js';
+import { emit, type GiveUpReason, type RetryReason, type StaunchListeners } from './events.js';
+import { type Clock, noop, type Random, startTimer } from './internal/clock.js';
+import { redactUrl, scrubError } from './internal/redact.js';
+import type { ResolvedRetryOptions, ResolvedTimeoutOptions } from './options.js';
+import { classifyError, classifyStatus, errorCode, type RetryScope } from './retry/classify.js';
+import { type HeaderSource, readServerPacing } from './retry/server-delay.js';
+
+/** How an adapter sends one attempt and reads its response. */
+export interface Exchange<R> {
+  /** Sends one attempt; must honour `signal`. */
+  send(signal: AbortSignal, attempt: number): Promise<R>;
+  status(response: R): number;
+  headers(response: R): HeaderSource;
+  /**
+   * Releases a response that will not be handed back: drain a bounded amount
+   * so the connection can be reused, or cancel. Must stop once `stop` settles.
+   */
+  discard(response: R, stop: Promise<unknown>): Promise<void>;
+  /** False once the request can no longer be sent again (a stream body was read). */
+  resendable(): boolean;
+  /** Called with a response handed back to the caller, with a function that unlinks the caller's signal. */
+  handOver?(response: R, unlink: () => void): void;
+}
+
+/** One logical request, as the executor sees it. */
+export interface LogicalRequest {
+  /** Upper case. */
+  method: string;
+  url: string;
+  /** Idempotent method or idempotency key: safe to send again after a maybe-sent failure. */
+  replayable: boolean;
+  signal: AbortSignal | undefined;
+  retry: ResolvedRetryOptions;
+  timeout: ResolvedTimeoutOptions;
+  /** The request's secret values, computed only when an error needs scrubbing. */
+  secrets(): readonly string[];
+}
+
+export interface ExecutorOptions {
+  clock: Clock;
+  random: Random;
+  on: StaunchListeners;
+}
+
+type Outcome<R> = { response: R; error?: undefined } | { response?: undefined; error: unknown };
+
+/** Extra spread added to a server's hint so clients told the same second do not return together. */
+function hintSpread(hint: number, random: Random): number {
+  return random() * Math.min(1000, Math.max(100, hint * 0.2));
+}
+
+export class Executor {
+  readonly #clock: Clock;
+  readonly #random: Random;
+  readonly #on: StaunchListeners;
+
+  constructor(options: ExecutorOptions) {
+    this.#clock = options.clock;
+    this.#random = options.random;
+    this.#on = options.on;
+  }
+
+  /** Runs `request` through `exchange` until it succeeds, gives up or runs out of time. */
+  async run<R>(request: LogicalRequest, exchange: Exchange<R>): Promise<R> {
+    const clock = this.#clock;
+    const { retry, timeout, signal } = request;
+    signal?.throwIfAborted();
+    const deadline = clock.now() + timeout.total;
+    let redacted: string | undefined;
+    const url = (): string => {
+      redacted ??= redactUrl(request.url);
+      return redacted;
+    };
+    let previousDelay = 0;
+
+    for (let attempt = 1; ; attempt++) {
+      const started = clock.now();
+      const remaining = deadline - started;
+      if (remaining <= 0) throw this.#deadline(request, url(), 'total', attempt - 1);
+      const scope: DeadlineScope = timeout.attempt < remaining ? 'attempt' : 'total';
+      const limit = Math.min(timeout.attempt, remaining);
+      const outcome = await this.#attempt(request, exchange, attempt, limit, scope, url);
+      const done = clock.now();
+
+      // Classify the outcome.
+      let verdict: RetryScope;
+      let reason: RetryReason;
+      let status: number | undefined;
+      let code: string | undefined;
+      let headers: HeaderSource | undefined;
+      if (outcome.response !== undefined) {
+        status = exchange.status(outcome.response);
+        emit(this.#on.attempt, {
+          method: request.method,
+          url: url(),
+          attempt,
+          status,
+          duration: done - started,
+        });
+        if (status < 400) {
+          return this.#handOver(exchange, outcome.response, signal);
+        }
+        headers = exchange.headers(outcome.response);
+        verdict = classifyStatus(status, headers, retry.statuses);
+        reason = 'status';
+      } else {
+        const error = outcome.error;
+        if (signal?.aborted) throw signal.reason;
+        code = errorCode(error);
+        emit(this.#on.attempt, {
+          method: request.method,
+          url: url(),
+          attempt,
+          ...(code !== undefined && { code }),
+          duration: done - started,
+        });
+        if (error instanceof DeadlineExceededError) {
+          if (error.timeout === 'total') throw error;
+          verdict = 'replayable';
+          reason = 'timeout';
+        } else {
+          const kind = classifyError(error);
+          verdict = kind === 'unsent' ? 'any' : kind === 'fatal' ? 'never' : 'replayable';
+          reason = kind === 'unsent' ? 'unsent' : 'maybe-sent';
+        }
+      }
+
+      const finish = (why: GiveUpReason | undefined, delay?: number): R => {
+        if (why !== undefined) {
+          emit(this.#on.giveUp, {
+            method: request.method,
+            url: url(),
+            attempts: attempt,
+            reason: why,
+            ...(status !== undefined && { status }),
+            ...(code !== undefined && { code }),
+            ...(delay !== undefined && { delay }),
+          });
+        }
+        if (outcome.response !== undefined)
+          return this.#handOver(exchange, outcome.response, signal);
+        throw this.#failure(request, url(), outcome.error, attempt);
+      };
+
+      if (verdict === 'never') return finish(undefined);
+      if (verdict === 'replayable' && !request.replayable) return finish('not-replayable');
+      if (!exchange.resendable()) return finish('body-not-replayable');
+      if (attempt >= retry.attempts) return finish('attempts');
+
+      // How long to wait: the server's hint wins over the backoff.
+      let delay: number;
+      let delaySource: RetryEventSource = 'backoff';
+      const pacing = headers === undefined ? undefined : readServerPacing(headers, done);
+      if (pacing?.delay !== undefined) {
+        if (pacing.delay > retry.maxRetryAfter) return finish('retry-after', pacing.delay);
+        if (pacing.delay >= deadline - done) return finish('deadline', pacing.delay);
+        delaySource = pacing.source!;
+        delay = Math.min(
+          pacing.delay + hintSpread(pacing.delay, this.#random),
+          deadline - done - 1,
+        );
+      } else {
+        delay = Math.max(0, retry.backoff(attempt, previousDelay, this.#random));
+        if (!Number.isFinite(delay)) delay = 0;
+        if (delay >= deadline - done) return finish('deadline', delay);
+      }
+
+      emit(this.#on.retry, {
+        method: request.method,
+        url: url(),
+        attempt,
+        delay,
+        delaySource,
+        reason,
+        ...(status !== undefined && { status }),
+        ...(code !== undefined && { code }),
+      });
+      previousDelay = delay;
+      const wait = clock.sleep(delay, signal);
+      if (outcome.response !== undefined) {
+        const drained = exchange.discard(outcome.response, wait).catch(noop);
+        await wait;
+        await drained;
+      } else {
+        await wait;
+      }
+    }
+  }
+
+  /** One attempt, raced against its deadline and the caller's signal. */
+  async #attempt<R>(
+    request: LogicalRequest,
+    exchange: Exchange<R>,
+    attempt: number,
+    limit: number,
+    scope: DeadlineScope,
+    url: () => string,
+  ): Promise<Outcome<R>> {
+    const controller = new AbortController();
+    const caller = request.signal;
+    let unlink = noop;
+    if (caller !== undefined) {
+      const onAbort = (): void => controller.abort(caller.reason);
+      caller.addEventListener('abort', onAbort, { once: true });
+      unlink = () => caller.removeEventListener('abort', onAbort);
+    }
+    const cancelTimer = Number.isFinite(limit)
+      ? startTimer(this.#clock, limit, () =>
+          controller.abort(this.#deadline(request, url(), scope, attempt, limit)),
+        )
+      : noop;
+    try {
+      const response = await raceAbort(
+        exchange.send(controller.signal, attempt),
+        controller.signal,
+        (late) => void exchange.discard(late, Promise.resolve()).catch(noop),
+      );
+      links.set(response as object, unlink);
+      return { response };
+    } catch (error) {
+      unlink();
+      return { error: controller.signal.aborted ? controller.signal.reason : error };
+    } finally {
+      cancelTimer();
+    }
+  }
+
+  #handOver<R>(exchange: Exchange<R>, response: R, signal: AbortSignal | undefined): R {
+    const unlink = links.get(response as object) ?? noop;
+    links.delete(response as object);
+    if (signal !== undefined) {
+      if (exchange.handOver) exchange.handOver(response, unlink);
+      else unlink();
+    }
+    return response;
+  }
+
+  #deadline(
+    request: LogicalRequest,
+    url: string,
+    scope: DeadlineScope,
+    attempts: number,
+    ms = scope === 'total' ? request.timeout.total : request.timeout.attempt,
+  ): DeadlineExceededError {
+    const what = scope === 'attempt' ? `attempt ${attempts}` : 'request';
+    return new DeadlineExceededError(
+      `${request.method} ${url}: ${what} exceeded timeout.${scope} (${ms} ms)`,
+      scope,
+      ms,
+      { method: request.method, url, attempts },
+    );
+  }
+
+  #failure(request: LogicalRequest, url: string, error: unknown, attempts: number): Error {
+    const context: StaunchErrorOptions = { method: request.method, url, attempts, cause: error };
+    if (error instanceof DeadlineExceededError) return error;
+    scrubError(error, request.secrets());
+    const kind = classifyError(error);
+    const code = errorCode(error);
+    const maybeSent = kind === 'maybe-sent';
+    const detail = code ?? (error instanceof Error ? error.message : String(error));
+    const times = attempts === 1 ? '1 attempt' : `${attempts} attempts`;
+    return new NetworkError(
+      `${request.method} ${url} failed after ${times}: ${detail}${maybeSent ? ' (the request may have been sent)' : ''}`,
+      maybeSent,
+      context,
+    );
+  }
+}
+
+type RetryEventSource = import('./events.js').RetryEvent['delaySource'];
+
+/** Responses in flight between an attempt and the decision about them, with their signal link. */
+const links = new WeakMap<object, () => void>();
+
+/**
+ * Settles with `promise`, or rejects with `signal.reason` as soon as `signal`
+ * aborts, even if the transport ignores the signal. A value that arrives after
+ * the abort goes to `onLate` so its connection can be released.
+ */
+function raceAbort<T>(
+  promise: Promise<T>,
+  signal: AbortSignal,
+  onLate: (value: T) => void,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        if (signal.aborted) onLate(value);
+        else resolve(value);
+      },
+      (error) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}

@@ -1,0 +1,47 @@
+/**
+ * staunch: resilient outbound HTTP. The core entry has no runtime dependency
+ * and imports no `node:` module.
+ */
+
+export type { DeadlineScope, StaunchErrorCode, StaunchErrorOptions } from './errors.js';
+export {
+  CircuitOpenError,
+  DeadlineExceededError,
+  isStaunchError,
+  NetworkError,
+  QueueFullError,
+  QueueTimeoutError,
+  RateLimitedError,
+  SsrfBlockedError,
+  StaunchError,
+} from './errors.js';
+export type {
+  AttemptEvent,
+  GiveUpEvent,
+  GiveUpReason,
+  RequestEvent,
+  RetryEvent,
+  RetryReason,
+  StaunchListeners,
+} from './events.js';
+export type { Exchange, ExecutorOptions, LogicalRequest } from './executor.js';
+export { Executor } from './executor.js';
+export type { FetchLike, StaunchFetch, StaunchOptions, StaunchRequestInit } from './fetch.js';
+export { createFetch } from './fetch.js';
+export type { Clock, Random } from './internal/clock.js';
+export { systemClock } from './internal/clock.js';
+export { redactUrl } from './internal/redact.js';
+export type { IdempotencyOptions, RetryOptions, TimeoutOptions } from './options.js';
+export { DEFAULT_METHODS, DEFAULT_STATUSES } from './options.js';
+export type { Backoff, ExponentialBackoffOptions, Jitter } from './retry/backoff.js';
+export { constantBackoff, exponentialBackoff } from './retry/backoff.js';
+export type { ErrorKind, RetryScope } from './retry/classify.js';
+export { classifyError, classifyStatus, errorCode } from './retry/classify.js';
+export type { HeaderSource, PacingSource, ServerPacing } from './retry/server-delay.js';
+export {
+  MAX_DELAY,
+  parseHttpDate,
+  parseRetryAfter,
+  parseServerDelay,
+  readServerPacing,
+} from './retry/server-delay.js';

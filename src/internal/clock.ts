@@ -1,0 +1,52 @@
+/**
+ * Time, injected. Every policy and the executor read time and wait through a
+ * `Clock`, so the same code runs in real time, under test with a fake clock,
+ * and inside the lab's virtual-time simulator.
+ */
+export interface Clock {
+  /** Milliseconds since the Unix epoch (wall time: `Retry-After` dates are compared with it). */
+  now(): number;
+  /**
+   * Resolves after `ms` milliseconds. If `signal` aborts first, rejects with
+   * `signal.reason` at once and leaves no timer or listener behind.
+   */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+/** A source of uniform random numbers in [0, 1), like `Math.random`. */
+export type Random = () => number;
+
+function systemSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** The real clock: `Date.now()` and `setTimeout`. */
+export const systemClock: Clock = Object.freeze({ now: Date.now, sleep: systemSleep });
+
+/**
+ * Runs `onFire` after `ms` on `clock` unless the returned function is called
+ * first. The system clock uses one `setTimeout`; other clocks go through
+ * `sleep` so that virtual time drives them too.
+ */
+export function startTimer(clock: Clock, ms: number, onFire: () => void): () => void {
+  if (clock === systemClock) {
+    const timer = setTimeout(onFire, ms);
+    return () => clearTimeout(timer);
+  }
+  const cancel = new AbortController();
+  clock.sleep(ms, cancel.signal).then(onFire, noop);
+  return () => cancel.abort();
+}
+
+export function noop(): void {}

@@ -1,0 +1,205 @@
+/**
+ * The client's options, resolved once when the client is built: shorthands
+ * expanded, every field validated (a TypeError/RangeError naming the option
+ * and the value), the result frozen. Nothing here runs per request except the
+ * merge of per-request overrides, and only when a request carries them.
+ */
+import type { Clock, Random } from './internal/clock.js';
+import { checkNumber, checkObject, describe } from './internal/validate.js';
+import { type Backoff, exponentialBackoff } from './retry/backoff.js';
+import { MAX_DELAY } from './retry/server-delay.js';
+
+/** Retry options. `retry: 5` means `{ attempts: 5 }`; `retry: false` means one attempt. */
+export interface RetryOptions {
+  /** Total attempts, the first included. @default 3 */
+  attempts?: number;
+  /** Methods replayed after a maybe-sent failure (RFC 9110 §9.2.2 idempotent methods). @default ['GET','HEAD','OPTIONS','TRACE','PUT','DELETE','QUERY'] */
+  methods?: readonly string[];
+  /** Statuses worth retrying. @default [408, 429, 500, 502, 503, 504, 529] */
+  statuses?: readonly number[];
+  /** Delay before each retry when the server gives no hint. @default exponentialBackoff({ base: 250, cap: 20_000, jitter: 'full' }) */
+  backoff?: Backoff;
+  /** A server asking to wait longer than this (ms) ends the retrying at once. @default 60_000 */
+  maxRetryAfter?: number;
+}
+
+/** Deadlines in ms; `false` disables one. */
+export interface TimeoutOptions {
+  /** One attempt, until its response headers arrive. @default 60_000 */
+  attempt?: number | false;
+  /** All attempts and waits, until a response is handed back. @default 300_000 */
+  total?: number | false;
+}
+
+export interface IdempotencyOptions {
+  /** The header that carries the key. @default 'Idempotency-Key' */
+  header?: string;
+  /** Give a POST/PATCH (any non-idempotent method) without a key a fresh UUID, the same on every attempt. @default false */
+  auto?: boolean;
+}
+
+/** @internal */
+export interface ResolvedRetryOptions {
+  readonly attempts: number;
+  readonly methods: ReadonlySet<string>;
+  readonly statuses: ReadonlySet<number>;
+  readonly backoff: Backoff;
+  readonly maxRetryAfter: number;
+}
+
+/** @internal */
+export interface ResolvedTimeoutOptions {
+  /** ms; Infinity when disabled. */
+  readonly attempt: number;
+  readonly total: number;
+}
+
+/** @internal */
+export interface ResolvedIdempotencyOptions {
+  readonly header: string;
+  readonly auto: boolean;
+}
+
+export const DEFAULT_METHODS: readonly string[] = Object.freeze([
+  'GET',
+  'HEAD',
+  'OPTIONS',
+  'TRACE',
+  'PUT',
+  'DELETE',
+  'QUERY',
+]);
+export const DEFAULT_STATUSES: readonly number[] = Object.freeze([
+  408, 429, 500, 502, 503, 504, 529,
+]);
+
+const RETRY_KEYS = ['attempts', 'methods', 'statuses', 'backoff', 'maxRetryAfter'] as const;
+
+export const DEFAULT_RETRY: ResolvedRetryOptions = Object.freeze({
+  attempts: 3,
+  methods: new Set(DEFAULT_METHODS),
+  statuses: new Set(DEFAULT_STATUSES),
+  backoff: exponentialBackoff(),
+  maxRetryAfter: 60_000,
+});
+
+export const DEFAULT_TIMEOUT: ResolvedTimeoutOptions = Object.freeze({
+  attempt: 60_000,
+  total: 300_000,
+});
+
+/** Resolves `retry`, on top of `base` (the client's options, for per-request overrides). */
+export function resolveRetryOptions(
+  input: RetryOptions | number | boolean | undefined,
+  base: ResolvedRetryOptions = DEFAULT_RETRY,
+  path = 'retry',
+): ResolvedRetryOptions {
+  if (input === undefined || input === true) return base;
+  if (input === false) return Object.freeze({ ...base, attempts: 1 });
+  if (typeof input === 'number') {
+    return Object.freeze({ ...base, attempts: checkAttempts(path, input) });
+  }
+  const o = checkObject(path, input, RETRY_KEYS);
+  const resolved = { ...base };
+  if (o.attempts !== undefined) resolved.attempts = checkAttempts(`${path}.attempts`, o.attempts);
+  if (o.methods !== undefined) {
+    if (!Array.isArray(o.methods) || o.methods.some((m) => typeof m !== 'string' || m === '')) {
+      throw new TypeError(
+        `${path}.methods must be an array of method names, got ${describe(o.methods)}`,
+      );
+    }
+    resolved.methods = new Set(o.methods.map((m: string) => m.toUpperCase()));
+  }
+  if (o.statuses !== undefined) {
+    if (!Array.isArray(o.statuses)) {
+      throw new TypeError(
+        `${path}.statuses must be an array of statuses, got ${describe(o.statuses)}`,
+      );
+    }
+    resolved.statuses = new Set(
+      o.statuses.map((s: unknown, i: number) =>
+        checkNumber(`${path}.statuses[${i}]`, s, { min: 100, max: 599, integer: true }),
+      ),
+    );
+  }
+  if (o.backoff !== undefined) {
+    if (typeof o.backoff !== 'function') {
+      throw new TypeError(`${path}.backoff must be a function, got ${describe(o.backoff)}`);
+    }
+    resolved.backoff = o.backoff as Backoff;
+  }
+  if (o.maxRetryAfter !== undefined) {
+    resolved.maxRetryAfter = checkNumber(`${path}.maxRetryAfter`, o.maxRetryAfter, {
+      min: 0,
+      max: MAX_DELAY,
+    });
+  }
+  return Object.freeze(resolved);
+}
+
+function checkAttempts(path: string, value: unknown): number {
+  return checkNumber(path, value, { min: 1, max: 100, integer: true });
+}
+
+function checkDuration(path: string, value: unknown): number {
+  if (value === false) return Number.POSITIVE_INFINITY;
+  return checkNumber(path, value, { min: 0, exclusiveMin: true, max: MAX_DELAY });
+}
+
+/** Resolves `timeout` on top of `base`. A number is `{ total: n }`; `false` disables both. */
+export function resolveTimeoutOptions(
+  input: TimeoutOptions | number | false | undefined,
+  base: ResolvedTimeoutOptions = DEFAULT_TIMEOUT,
+  path = 'timeout',
+): ResolvedTimeoutOptions {
+  if (input === undefined) return base;
+  if (input === false) return Object.freeze({ attempt: Infinity, total: Infinity });
+  if (typeof input === 'number') {
+    return Object.freeze({ ...base, total: checkDuration(path, input) });
+  }
+  const o = checkObject(path, input, ['attempt', 'total']);
+  return Object.freeze({
+    attempt: o.attempt === undefined ? base.attempt : checkDuration(`${path}.attempt`, o.attempt),
+    total: o.total === undefined ? base.total : checkDuration(`${path}.total`, o.total),
+  });
+}
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+export function resolveIdempotencyOptions(
+  input: IdempotencyOptions | undefined,
+): ResolvedIdempotencyOptions {
+  if (input === undefined) return Object.freeze({ header: 'Idempotency-Key', auto: false });
+  const o = checkObject('idempotency', input, ['header', 'auto']);
+  const header = o.header ?? 'Idempotency-Key';
+  if (typeof header !== 'string' || !TOKEN.test(header)) {
+    throw new TypeError(`idempotency.header must be a header name, got ${describe(header)}`);
+  }
+  const auto = o.auto ?? false;
+  if (typeof auto !== 'boolean') {
+    throw new TypeError(`idempotency.auto must be a boolean, got ${describe(auto)}`);
+  }
+  return Object.freeze({ header, auto });
+}
+
+export function checkClock(input: unknown): Clock | undefined {
+  if (input === undefined) return undefined;
+  const c = input as Partial<Clock>;
+  if (
+    typeof c !== 'object' ||
+    c === null ||
+    typeof c.now !== 'function' ||
+    typeof c.sleep !== 'function'
+  ) {
+    throw new TypeError(`clock must have now() and sleep(ms, signal), got ${describe(input)}`);
+  }
+  return input as Clock;
+}
+
+export function checkRandom(input: unknown): Random | undefined {
+  if (input === undefined) return undefined;
+  if (typeof input !== 'function') {
+    throw new TypeError(`random must be a function returning [0, 1), got ${describe(input)}`);
+  }
+  return input as Random;
+}

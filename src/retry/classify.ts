@@ -1,0 +1,106 @@
+/**
+ * Is an outcome safe to retry? The table of DESIGN.md, as code.
+ *
+ * | outcome                                              | retried for        |
+ * | ---------------------------------------------------- | ------------------ |
+ * | connection never established                         | every method       |
+ * | 429, 408, 503 with a pacing hint                     | every method       |
+ * | `x-should-retry: true` / `false`                     | server's word wins |
+ * | other statuses in `retry.statuses`, maybe-sent error | replayable only    |
+ * | any other status                                     | never              |
+ */
+import { type HeaderSource, readHeader } from './server-delay.js';
+
+/** Who may retry an outcome: every request, only replayable ones, or none. */
+export type RetryScope = 'any' | 'replayable' | 'never';
+
+/**
+ * What a transport error proves about the request:
+ * - `unsent`: the connection was never established, nothing was sent;
+ * - `maybe-sent`: the server may have received (and acted on) the request;
+ * - `fatal`: retrying cannot help (an invalid certificate).
+ */
+export type ErrorKind = 'unsent' | 'maybe-sent' | 'fatal';
+
+/** Error codes (Node, undici) that prove the connection never carried the request. */
+export const UNSENT_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EAI_NONAME',
+  'EAI_FAIL',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETDOWN',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ERR_SSL_WRONG_VERSION_NUMBER',
+  'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION',
+  'ERR_TLS_HANDSHAKE_TIMEOUT',
+]);
+
+/**
+ * Certificate failures: the connection was never established, but the same
+ * certificate will fail again, so these are not retried.
+ */
+export const FATAL_CODES: ReadonlySet<string> = new Set([
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'CERT_REVOKED',
+  'CERT_UNTRUSTED',
+]);
+
+/** The first `code` found on an error, its `cause` chain or its aggregated errors. */
+export function errorCode(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    const inner = (current as { errors?: unknown }).errors;
+    if (Array.isArray(inner) && inner.length > 0) {
+      const nested = errorCode(inner[0]);
+      if (nested) return nested;
+    }
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** Classifies a transport error by its `code` (never by message text). Unknown → maybe sent. */
+export function classifyError(error: unknown): ErrorKind {
+  const code = errorCode(error);
+  if (code === undefined) return 'maybe-sent';
+  if (UNSENT_CODES.has(code)) return 'unsent';
+  if (FATAL_CODES.has(code)) return 'fatal';
+  return 'maybe-sent';
+}
+
+/** Who may retry a response with this status, given the configured retryable `statuses`. */
+export function classifyStatus(
+  status: number,
+  headers: HeaderSource,
+  statuses: ReadonlySet<number>,
+): RetryScope {
+  // The OpenAI and Anthropic APIs send x-should-retry: the server's word wins either way.
+  const should = readHeader(headers, 'x-should-retry');
+  if (should === 'true') return 'any';
+  if (should === 'false') return 'never';
+  if (!statuses.has(status)) return 'never';
+  // RFC 9110 §15.5.20 (429), §15.5.9 (408): the server did not process the request.
+  if (status === 429 || status === 408) return 'any';
+  // RFC 9110 §15.6.4: a 503 with Retry-After is the server pacing us, not failing.
+  if (
+    status === 503 &&
+    (readHeader(headers, 'retry-after') !== undefined ||
+      readHeader(headers, 'retry-after-ms') !== undefined)
+  ) {
+    return 'any';
+  }
+  return 'replayable';
+}

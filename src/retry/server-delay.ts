@@ -1,0 +1,204 @@
+/**
+ * Server pacing: how long the server asked us to wait, from `retry-after-ms`,
+ * `Retry-After`, `RateLimit` / `RateLimit-Reset` and `X-RateLimit-Reset`.
+ * Strict parsers: anything malformed is ignored (→ `undefined`), never guessed.
+ */
+
+/** Anything headers can be read from: a `Headers`, or a plain record (any case). */
+export type HeaderSource =
+  | { get(name: string): string | null | undefined }
+  | Readonly<Record<string, string | readonly string[] | undefined>>;
+
+/** Reads one header, case-insensitively, from a `Headers` or a record. */
+export function readHeader(headers: HeaderSource, name: string): string | undefined {
+  if (typeof (headers as { get?: unknown }).get === 'function') {
+    return (headers as { get(name: string): string | null | undefined }).get(name) ?? undefined;
+  }
+  const record = headers as Readonly<Record<string, string | readonly string[] | undefined>>;
+  let value = record[name];
+  if (value === undefined) {
+    for (const key of Object.keys(record)) {
+      if (key.toLowerCase() === name) {
+        value = record[key];
+        break;
+      }
+    }
+  }
+  return typeof value === 'string' ? value : value?.join(', ');
+}
+
+/** Where a delay hint came from, most precise first. */
+export type PacingSource = 'retry-after-ms' | 'retry-after' | 'ratelimit' | 'x-ratelimit-reset';
+
+/** What the server said about pacing. */
+export interface ServerPacing {
+  /** Milliseconds to wait, ≥ 0 and finite; absent when no valid hint. */
+  delay?: number;
+  source?: PacingSource;
+  /** Requests left in the current window, when a rate-limit header says so. */
+  remaining?: number;
+}
+
+const OWS = /^[ \t]+|[ \t]+$/g;
+const DIGITS = /^\d+$/;
+const DECIMAL = /^\d+(?:\.\d+)?$/;
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const MONTH = MONTHS.join('|');
+// RFC 9110 §5.6.7: IMF-fixdate, then the obsolete RFC 850 and asctime forms.
+const IMF_FIXDATE = new RegExp(
+  `^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\\d{2}) (${MONTH}) (\\d{4}) (\\d{2}):(\\d{2}):(\\d{2}) GMT$`,
+);
+const RFC850 = new RegExp(
+  `^(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (\\d{2})-(${MONTH})-(\\d{2}) (\\d{2}):(\\d{2}):(\\d{2}) GMT$`,
+);
+const ASCTIME = new RegExp(
+  `^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (${MONTH}) ([ \\d]\\d) (\\d{2}):(\\d{2}):(\\d{2}) (\\d{4})$`,
+);
+
+function utc(year: number, month: string, day: number, h: number, m: number, s: number) {
+  const mon = MONTHS.indexOf(month);
+  if (h > 23 || m > 59 || s > 60 || day < 1) return undefined;
+  const t = Date.UTC(year, mon, day, h, m, Math.min(s, 59));
+  // Reject dates that Date.UTC would roll over (Feb 30 → Mar 2).
+  return new Date(t).getUTCDate() === day ? t : undefined;
+}
+
+/** Parses an HTTP-date in any of the three forms of RFC 9110 §5.6.7 to epoch ms. */
+export function parseHttpDate(value: string, now: number = Date.now()): number | undefined {
+  let m = IMF_FIXDATE.exec(value);
+  if (m) return utc(+m[3]!, m[2]!, +m[1]!, +m[4]!, +m[5]!, +m[6]!);
+  m = RFC850.exec(value);
+  if (m) {
+    // RFC 9110 §5.6.7: a two-digit year more than 50 years ahead is in the past century.
+    const thisYear = new Date(now).getUTCFullYear();
+    let year = Math.floor(thisYear / 100) * 100 + +m[3]!;
+    if (year > thisYear + 50) year -= 100;
+    return utc(year, m[2]!, +m[1]!, +m[4]!, +m[5]!, +m[6]!);
+  }
+  m = ASCTIME.exec(value);
+  if (m) return utc(+m[6]!, m[1]!, +m[2]!.trim(), +m[3]!, +m[4]!, +m[5]!);
+  return undefined;
+}
+
+function finite(ms: number): number | undefined {
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
+/**
+ * Parses a `Retry-After` value (RFC 9110 §10.2.3): delta-seconds (digits only)
+ * or an HTTP-date. Returns ms from `now` (0 for a date in the past), or
+ * `undefined` for anything else (`-5`, `1.5`, `0x10`, `120junk`, `""`).
+ */
+export function parseRetryAfter(
+  value: string | null | undefined,
+  now: number = Date.now(),
+): number | undefined {
+  if (value == null) return undefined;
+  const v = value.replace(OWS, '');
+  if (DIGITS.test(v)) return finite(Number(v) * 1000);
+  const date = parseHttpDate(v, now);
+  return date === undefined ? undefined : Math.max(0, date - now);
+}
+
+/** `retry-after-ms` (OpenAI, Anthropic): a non-negative decimal number of ms. */
+function parseRetryAfterMs(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const v = value.replace(OWS, '');
+  return DECIMAL.test(v) ? finite(Number(v)) : undefined;
+}
+
+function param(value: string, names: readonly string[]): number | undefined {
+  for (const name of names) {
+    const m = new RegExp(`(?:^|[;,\\s])${name}=(\\d+)(?=$|[;,\\s])`).exec(value);
+    if (m) return Number(m[1]);
+  }
+  return undefined;
+}
+
+/** `X-RateLimit-Reset`: epoch ms, epoch seconds or delta seconds, told apart by magnitude. */
+function parseReset(value: string | undefined, now: number): number | undefined {
+  if (value === undefined) return undefined;
+  const v = value.replace(OWS, '');
+  if (!DECIMAL.test(v)) return undefined;
+  const n = Number(v);
+  if (n >= 1e12) return finite(Math.max(0, n - now)); // epoch milliseconds
+  if (n >= 1e9) return finite(Math.max(0, n * 1000 - now)); // epoch seconds (after 2001)
+  return finite(n * 1000); // delta seconds
+}
+
+function count(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const v = value.replace(OWS, '');
+  return DIGITS.test(v) ? Number(v) : undefined;
+}
+
+/**
+ * Reads every pacing hint of a response. The most precise valid hint wins:
+ * `retry-after-ms`, then `Retry-After`, then the `RateLimit` draft (`t=`, or
+ * `reset=` / `RateLimit-Reset` of earlier drafts), then `X-RateLimit-Reset`.
+ * Rate-limit reset times count as a delay only when the window is spent
+ * (remaining 0) or the remaining count is not given.
+ *
+ * @see https://www.rfc-editor.org/rfc/rfc9110#section-10.2.3
+ * @see https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/
+ */
+export function readServerPacing(headers: HeaderSource, now: number = Date.now()): ServerPacing {
+  const pacing: ServerPacing = {};
+  const ratelimit = readHeader(headers, 'ratelimit');
+  const remaining =
+    (ratelimit === undefined ? undefined : param(ratelimit, ['r', 'remaining'])) ??
+    count(readHeader(headers, 'ratelimit-remaining')) ??
+    count(readHeader(headers, 'x-ratelimit-remaining'));
+  if (remaining !== undefined) pacing.remaining = remaining;
+
+  const candidates: [PacingSource, () => number | undefined][] = [
+    ['retry-after-ms', () => parseRetryAfterMs(readHeader(headers, 'retry-after-ms'))],
+    ['retry-after', () => parseRetryAfter(readHeader(headers, 'retry-after'), now)],
+  ];
+  if (remaining === undefined || remaining === 0) {
+    candidates.push(
+      [
+        'ratelimit',
+        () => {
+          const t =
+            (ratelimit === undefined ? undefined : param(ratelimit, ['t', 'reset'])) ??
+            count(readHeader(headers, 'ratelimit-reset'));
+          return t === undefined ? undefined : t * 1000;
+        },
+      ],
+      ['x-ratelimit-reset', () => parseReset(readHeader(headers, 'x-ratelimit-reset'), now)],
+    );
+  }
+  for (const [source, read] of candidates) {
+    const delay = read();
+    if (delay !== undefined) {
+      pacing.delay = delay;
+      pacing.source = source;
+      break;
+    }
+  }
+  return pacing;
+}
+
+/** The largest delay a timer can schedule (2³¹ − 1 ms, about 24.8 days). */
+export const MAX_DELAY = 2_147_483_647;
+
+/**
+ * The server's requested delay in ms, clamped to [0, `cap`], or `undefined`
+ * when the response carries no valid hint. Never throws.
+ *
+ * @param options.cap upper bound of the result. @default MAX_DELAY
+ * @example parseServerDelay(response.headers) // 'Retry-After: 3' → 3000
+ */
+export function parseServerDelay(
+  headers: HeaderSource,
+  options: { now?: number; cap?: number } = {},
+): number | undefined {
+  const { now = Date.now(), cap = MAX_DELAY } = options;
+  try {
+    const { delay } = readServerPacing(headers, now);
+    return delay === undefined ? undefined : Math.min(Math.max(delay, 0), cap);
+  } catch {
+    return undefined;
+  }
+}
