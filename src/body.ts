@@ -10,47 +10,77 @@
 export interface AttemptBody {
   /** The body for the next attempt. */
   next(): unknown;
-  /** Can another attempt still send this body? */
-  resendable(): boolean;
+  /**
+   * Can another attempt still send this body? `unsent` is true when the failed
+   * attempt provably never reached the server (its connection was never made).
+   */
+  resendable(unsent: boolean): boolean;
 }
 
-const NO_BODY: AttemptBody = { next: () => undefined, resendable: () => true };
+const always = (): boolean => true;
+const NO_BODY: AttemptBody = { next: () => undefined, resendable: always };
 
 function fixed(value: unknown): AttemptBody {
-  return { next: () => value, resendable: () => true };
+  return { next: () => value, resendable: always };
 }
 
 function isStream(value: unknown): value is ReadableStream<Uint8Array> {
   return typeof ReadableStream !== 'undefined' && value instanceof ReadableStream;
 }
 
+/** Bytes of a stream body kept to resend after a connection that was never made. */
+const STREAM_REPLAY_LIMIT = 64 * 1024;
+
 /**
  * Wraps a stream so that each attempt gets a fresh stream over the same
- * reader. The wrapper pulls only when the transport reads (high-water mark 0),
- * so an attempt that failed before sending leaves the source untouched and the
- * next attempt can still send it whole.
+ * source. Transports read ahead before they connect (undici pulls the first
+ * chunk), so the chunks read so far are kept, up to `STREAM_REPLAY_LIMIT`:
+ * when an attempt failed without ever connecting, nothing reached the server
+ * and the next attempt sends those chunks again, then the rest. After any
+ * other failure, a stream from which anything was read is not sent again.
  */
 function lazyStream(source: ReadableStream<Uint8Array>): AttemptBody {
   let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
-  let pulled = false;
+  const kept: Uint8Array[] = [];
+  let bytes = 0;
+  let overflow = false;
+  let ended = false;
   return {
-    next: () =>
-      new ReadableStream<Uint8Array>(
+    next: () => {
+      let replayed = 0;
+      return new ReadableStream<Uint8Array>(
         {
           async pull(controller) {
-            pulled = true;
+            if (replayed < kept.length) {
+              controller.enqueue(kept[replayed++]!.slice());
+              return;
+            }
+            if (ended) {
+              controller.close();
+              return;
+            }
             reader ??= source.getReader();
             const { done, value } = await reader.read();
-            if (done) controller.close();
-            else controller.enqueue(value);
-          },
-          cancel(reason) {
-            if (pulled) return (reader ?? source).cancel(reason);
+            if (done) {
+              ended = true;
+              controller.close();
+              return;
+            }
+            bytes += value.byteLength;
+            if (!overflow && bytes <= STREAM_REPLAY_LIMIT) {
+              kept.push(value.slice());
+              replayed++;
+            } else {
+              overflow = true;
+              kept.length = 0;
+            }
+            controller.enqueue(value);
           },
         },
         { highWaterMark: 0 },
-      ),
-    resendable: () => !pulled,
+      );
+    },
+    resendable: (unsent) => bytes === 0 || (unsent && !overflow),
   };
 }
 

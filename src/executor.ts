@@ -13,6 +13,7 @@ import {
 import { emit, type GiveUpReason, type RetryReason, type StaunchListeners } from './events.js';
 import { type Clock, noop, type Random, startTimer } from './internal/clock.js';
 import { redactUrl, scrubError } from './internal/redact.js';
+import { linkSignal } from './internal/signals.js';
 import type { ResolvedRetryOptions, ResolvedTimeoutOptions } from './options.js';
 import { classifyError, classifyStatus, errorCode, type RetryScope } from './retry/classify.js';
 import { type HeaderSource, readServerPacing } from './retry/server-delay.js';
@@ -28,8 +29,11 @@ export interface Exchange<R> {
    * so the connection can be reused, or cancel. Must stop once `stop` settles.
    */
   discard(response: R, stop: Promise<unknown>): Promise<void>;
-  /** False once the request can no longer be sent again (a stream body was read). */
-  resendable(): boolean;
+  /**
+   * False once the request can no longer be sent again (a stream body was
+   * read). `unsent`: the failed attempt provably never reached the server.
+   */
+  resendable(unsent: boolean): boolean;
   /** Called with a response handed back to the caller, with a function that unlinks the caller's signal. */
   handOver?(response: R, unlink: () => void): void;
 }
@@ -156,7 +160,7 @@ export class Executor {
 
       if (verdict === 'never') return finish(undefined);
       if (verdict === 'replayable' && !request.replayable) return finish('not-replayable');
-      if (!exchange.resendable()) return finish('body-not-replayable');
+      if (!exchange.resendable(reason === 'unsent')) return finish('body-not-replayable');
       if (attempt >= retry.attempts) return finish('attempts');
 
       // How long to wait: the server's hint wins over the backoff.
@@ -210,12 +214,7 @@ export class Executor {
   ): Promise<Outcome<R>> {
     const controller = new AbortController();
     const caller = request.signal;
-    let unlink = noop;
-    if (caller !== undefined) {
-      const onAbort = (): void => controller.abort(caller.reason);
-      caller.addEventListener('abort', onAbort, { once: true });
-      unlink = () => caller.removeEventListener('abort', onAbort);
-    }
+    const unlink = caller === undefined ? noop : linkSignal(caller, controller);
     const cancelTimer = Number.isFinite(limit)
       ? startTimer(this.#clock, limit, () =>
           controller.abort(this.#deadline(request, url(), scope, attempt, limit)),

@@ -303,11 +303,12 @@ async function discardResponse(response: Response, stop: Promise<unknown>): Prom
 /**
  * The caller's signal must still abort the body after the response is handed
  * back, so its link to the attempt stays until the body can no longer be read:
- * at once for a bodiless response, else when the response is collected.
+ * at once for a bodiless response, else when the body stream is collected.
  */
 const bodyLinks = new FinalizationRegistry<() => void>((unlink) => unlink());
 
 function keepLinkWhileBodyLives(response: Response, unlink: () => void): void {
-  if (response.body === null) unlink();
-  else bodyLinks.register(response, unlink);
+  const body = response.body;
+  if (body === null) unlink();
+  else bodyLinks.register(body, unlink);
 }

@@ -95,3 +95,17 @@ export function fakeClock(start = 1_767_225_600_000): FakeClock {
   };
   return clock;
 }
+
+/** Lets real I/O and promise callbacks run (a few macrotasks; no wall-clock wait). */
+export async function flush(turns = 5): Promise<void> {
+  for (let i = 0; i < turns; i++) await settle();
+}
+
+/** Waits (in macrotask turns, not time) until `check()` holds; throws after `turns` turns. */
+export async function until(check: () => boolean, turns = 10_000): Promise<void> {
+  for (let i = 0; i < turns; i++) {
+    if (check()) return;
+    await settle();
+  }
+  throw new Error('condition never held');
+}

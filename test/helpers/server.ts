@@ -78,14 +78,21 @@ export interface RawServer {
   connections: number;
   /** Bytes received on each connection, in order. */
   data: Buffer[];
+  /** Connections closed so far (by either side). */
+  closed: number;
+  /** Resolves when `n` connections have been accepted. */
+  accepted(n: number): Promise<void>;
   close(): Promise<void>;
 }
 
 /** A raw node:net server for faults: reset, stall, truncate, accept-then-close. */
-export async function rawServer(onConnection: (socket: Socket, index: number) => void): Promise<RawServer> {
+export async function rawServer(
+  onConnection: (socket: Socket, index: number) => void,
+): Promise<RawServer> {
   const data: Buffer[] = [];
   const sockets = new Set<Socket>();
-  const state = { connections: 0 };
+  const state = { connections: 0, closed: 0 };
+  const waiters: { n: number; resolve: () => void }[] = [];
   const server = createNetServer((socket) => {
     const i = state.connections++;
     data[i] = Buffer.alloc(0);
@@ -94,8 +101,15 @@ export async function rawServer(onConnection: (socket: Socket, index: number) =>
       data[i] = Buffer.concat([data[i]!, chunk]);
     });
     socket.on('error', () => {});
-    socket.on('close', () => sockets.delete(socket));
+    socket.on('close', () => {
+      state.closed++;
+      sockets.delete(socket);
+    });
     onConnection(socket, i);
+    for (const w of waiters.filter((w) => state.connections >= w.n)) {
+      waiters.splice(waiters.indexOf(w), 1);
+      w.resolve();
+    }
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -106,6 +120,13 @@ export async function rawServer(onConnection: (socket: Socket, index: number) =>
     get connections() {
       return state.connections;
     },
+    get closed() {
+      return state.closed;
+    },
+    accepted: (n) =>
+      state.connections >= n
+        ? Promise.resolve()
+        : new Promise((resolve) => waiters.push({ n, resolve })),
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

@@ -1,0 +1,43 @@
+/**
+ * Links a caller's signal to the controllers of its attempts, by hand.
+ *
+ * `AbortSignal.any` leaks on Node 20 when one parent signal outlives many
+ * requests, and adding one listener per request to a long-lived parent makes
+ * each `addEventListener` slower (Node checks for duplicates along the list).
+ * So each parent carries at most one listener, shared by a set of children;
+ * the listener is removed as soon as the set is empty.
+ */
+
+interface Group {
+  readonly children: Set<AbortController>;
+  readonly onAbort: () => void;
+}
+
+const groups = new WeakMap<AbortSignal, Group>();
+
+/**
+ * Aborts `child` with `parent.reason` when `parent` aborts. Returns the
+ * function that undoes the link (idempotent). `parent` must not be aborted yet.
+ */
+export function linkSignal(parent: AbortSignal, child: AbortController): () => void {
+  let group = groups.get(parent);
+  if (group === undefined) {
+    const children = new Set<AbortController>();
+    const onAbort = (): void => {
+      groups.delete(parent);
+      for (const c of children) c.abort(parent.reason);
+      children.clear();
+    };
+    group = { children, onAbort };
+    groups.set(parent, group);
+    parent.addEventListener('abort', onAbort, { once: true });
+  }
+  const { children, onAbort } = group;
+  children.add(child);
+  return () => {
+    if (children.delete(child) && children.size === 0 && groups.get(parent) === group) {
+      groups.delete(parent);
+      parent.removeEventListener('abort', onAbort);
+    }
+  };
+}

@@ -1,0 +1,122 @@
+/** Bodies and keys are the same, byte for byte, on every attempt. */
+import { afterEach, describe, expect, test } from 'vitest';
+import { client } from '../helpers/harness.js';
+import { httpServer, type TestServer } from '../helpers/server.js';
+
+let server: TestServer;
+let stop: () => void = () => {};
+afterEach(async () => {
+  stop();
+  await server?.close();
+});
+
+/** 503 to the first two requests, then 200. */
+async function flaky() {
+  server = await httpServer((_req, res, i) => {
+    res.statusCode = i < 2 ? 503 : 200;
+    res.end();
+  });
+}
+
+function keyed(options: Parameters<typeof client>[0] = {}) {
+  const c = client(options);
+  stop = c.stop;
+  return c.fetch;
+}
+
+describe('every attempt carries the same body and content type', () => {
+  const form = () => {
+    const f = new FormData();
+    f.append('field', 'value');
+    f.append('file', new Blob(['file contents'], { type: 'text/plain' }), 'a.txt');
+    return f;
+  };
+  test.each([
+    ['string', () => 'plain text'],
+    ['Uint8Array', () => new Uint8Array([0, 1, 2, 255])],
+    ['ArrayBuffer', () => new Uint8Array([9, 8, 7]).buffer],
+    ['Blob', () => new Blob(['blob bytes'], { type: 'application/x-test' })],
+    ['URLSearchParams', () => new URLSearchParams({ a: '1', b: 'two words' })],
+    ['FormData', form],
+  ])('%s', async (_name, make) => {
+    await flaky();
+    const fetch = keyed();
+    const res = await fetch(server.url, {
+      method: 'POST',
+      body: make() as NonNullable<RequestInit['body']>,
+      idempotencyKey: 'same-key',
+    });
+    expect(res.status).toBe(200);
+    const [first, ...rest] = server.received;
+    expect(server.received).toHaveLength(3);
+    expect(first!.body.length).toBeGreaterThan(0);
+    for (const r of rest) {
+      expect(r.body.equals(first!.body)).toBe(true);
+      expect(r.headers['content-type']).toBe(first!.headers['content-type']);
+      expect(r.headers['idempotency-key']).toBe('same-key');
+    }
+  });
+});
+
+test('idempotency.auto gives a POST one fresh key, the same on every attempt', async () => {
+  await flaky();
+  const fetch = keyed({ idempotency: { auto: true } });
+  await fetch(server.url, { method: 'POST', body: 'x' });
+  await fetch(server.url, { method: 'POST', body: 'y' });
+  const keys = server.received.map((r) => r.headers['idempotency-key']);
+  expect(keys[0]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  expect(keys.slice(0, 3)).toEqual([keys[0], keys[0], keys[0]]);
+  expect(keys[3]).not.toBe(keys[0]);
+});
+
+test('idempotency.auto keeps a key the caller already set, and leaves GET alone', async () => {
+  await flaky();
+  const fetch = keyed({ idempotency: { auto: true, header: 'X-Request-Key' } });
+  await fetch(server.url, { method: 'PATCH', body: 'x', headers: { 'x-request-key': 'mine' } });
+  await fetch(server.url);
+  expect(server.received.map((r) => r.headers['x-request-key'])).toEqual([
+    'mine',
+    'mine',
+    'mine',
+    undefined,
+  ]);
+});
+
+test('a Request input is cloned once: every attempt sends its body, the caller’s stays unread', async () => {
+  await flaky();
+  const fetch = keyed();
+  const request = new Request(server.url, {
+    method: 'PUT',
+    body: 'from a Request',
+    headers: { 'x-custom': '1' },
+  });
+  const res = await fetch(request);
+  expect(res.status).toBe(200);
+  expect(server.received.map((r) => r.body.toString())).toEqual([
+    'from a Request',
+    'from a Request',
+    'from a Request',
+  ]);
+  expect(server.received.every((r) => r.headers['x-custom'] === '1')).toBe(true);
+  expect(request.bodyUsed).toBe(false);
+  expect(await request.text()).toBe('from a Request');
+});
+
+test('per-request fields never reach the transport', async () => {
+  await flaky();
+  const c = client();
+  stop = c.stop;
+  await c.fetch(server.url, {
+    method: 'PUT',
+    body: 'b',
+    retry: { attempts: 3 },
+    timeout: { total: 10_000 },
+    idempotencyKey: 'k',
+  });
+  for (const init of c.calls) {
+    expect(Object.keys(init)).not.toContain('retry');
+    expect(Object.keys(init)).not.toContain('timeout');
+    expect(Object.keys(init)).not.toContain('idempotencyKey');
+    expect(init.signal).toBeInstanceOf(AbortSignal);
+  }
+});

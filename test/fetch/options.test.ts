@@ -1,0 +1,124 @@
+/** Bad options fail loudly when the client is built; events are typed and safe. */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, test } from 'vitest';
+import { type AttemptEvent, createFetch, exponentialBackoff } from '../../src/index.js';
+import { client } from '../helpers/harness.js';
+import { httpServer, type TestServer } from '../helpers/server.js';
+
+describe('createFetch rejects bad options with an error naming the option and the value', () => {
+  test.each([
+    [{ retry: 0 }, RangeError, /retry must be an integer >= 1 and <= 100, got 0/],
+    [{ retry: { attempts: 2.5 } }, RangeError, /retry\.attempts .* got 2\.5/],
+    [{ retry: { attemps: 3 } }, TypeError, /retry\.attemps is not an option/],
+    [{ retry: { statuses: [503, 99] } }, RangeError, /retry\.statuses\[1\] .* got 99/],
+    [{ retry: { methods: 'GET' } }, TypeError, /retry\.methods must be an array .* got "GET"/],
+    [{ retry: { backoff: 250 } }, TypeError, /retry\.backoff must be a function, got 250/],
+    [{ retry: { maxRetryAfter: -1 } }, RangeError, /retry\.maxRetryAfter .* got -1/],
+    [{ timeout: { attempt: 0 } }, RangeError, /timeout\.attempt must be a number > 0 .* got 0/],
+    [{ timeout: { total: Number.NaN } }, TypeError, /timeout\.total must be a number, got NaN/],
+    [{ timeout: { total: 2 ** 40 } }, RangeError, /timeout\.total .* got 1099511627776/],
+    [{ timeout: 'soon' }, TypeError, /timeout must be an object, got "soon"/],
+    [{ idempotency: { header: 'bad header' } }, TypeError, /idempotency\.header .* "bad header"/],
+    [{ idempotency: { auto: 'yes' } }, TypeError, /idempotency\.auto must be a boolean, got "yes"/],
+    [{ fetch: 'nope' }, TypeError, /fetch must be a function, got "nope"/],
+    [{ on: { retyr: () => {} } }, TypeError, /on\.retyr is not an option/],
+    [{ on: { retry: 1 } }, TypeError, /on\.retry must be a function, got 1/],
+    [{ clock: {} }, TypeError, /clock must have now\(\) and sleep/],
+    [{ random: 4 }, TypeError, /random must be a function/],
+    [{ retries: 3 }, TypeError, /createFetch options\.retries is not an option/],
+  ])('%o', (options, type, message) => {
+    expect(() => createFetch(options as never)).toThrow(type);
+    expect(() => createFetch(options as never)).toThrow(message);
+  });
+
+  test('exponentialBackoff validates too', () => {
+    expect(() => exponentialBackoff({ base: 0 })).toThrow(/backoff\.base .* got 0/);
+    expect(() => exponentialBackoff({ base: 100, cap: 50 })).toThrow(/backoff\.cap .* got 50/);
+    expect(() => exponentialBackoff({ jitter: 'some' as never })).toThrow(/backoff\.jitter .*"some"/);
+  });
+
+  test('a bad per-request field rejects that request with a TypeError, before any attempt', async () => {
+    let calls = 0;
+    const fetch = createFetch({
+      fetch: async () => {
+        calls++;
+        return new Response('');
+      },
+    });
+    await expect(fetch('http://127.0.0.1/', { retry: { attempts: -1 } })).rejects.toThrow(
+      /init\.retry\.attempts .* got -1/,
+    );
+    await expect(fetch('http://127.0.0.1/', { idempotencyKey: '' })).rejects.toThrow(TypeError);
+    expect(calls).toBe(0);
+  });
+});
+
+describe('events', () => {
+  let server: TestServer;
+  let stop = () => {};
+  afterEach(async () => {
+    stop();
+    await server?.close();
+  });
+
+  test('attempt, retry and giveUp carry typed, redacted payloads; a throwing listener breaks nothing', async () => {
+    server = await httpServer((_req, res) => {
+      res.statusCode = 503;
+      res.end();
+    });
+    const seen: string[] = [];
+    const attempts: AttemptEvent[] = [];
+    const c = client({
+      on: {
+        attempt: (e) => {
+          attempts.push(e);
+          throw new Error('listener bug');
+        },
+        retry: (e) => {
+          seen.push(`retry ${e.attempt} ${e.reason} ${e.status} ${e.delay}`);
+          throw new Error('listener bug');
+        },
+        giveUp: (e) => {
+          seen.push(`giveUp ${e.reason} ${e.attempts} ${e.method} ${e.url}`);
+          throw new Error('listener bug');
+        },
+      },
+    });
+    stop = c.stop;
+    const res = await c.fetch(`${server.url}/a?token=abc123&x=1`);
+    expect(res.status).toBe(503);
+    expect(seen).toEqual([
+      'retry 1 status 503 125',
+      'retry 2 status 503 250',
+      `giveUp attempts 3 GET ${server.url}/a?token=***&x=1`,
+    ]);
+    expect(attempts.map((a) => [a.attempt, a.status, a.method])).toEqual([
+      [1, 503, 'GET'],
+      [2, 503, 'GET'],
+      [3, 503, 'GET'],
+    ]);
+    for (const a of attempts) expect(a.duration).toBeGreaterThanOrEqual(0);
+  });
+});
+
+test('the core entry imports no node: module and the package has no runtime dependency', () => {
+  const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as Record<string, unknown>;
+  expect(pkg.dependencies ?? {}).toEqual({});
+  const subpaths = new Set(['undici', 'redis', 'otel', 'sse', 'lab', 'cli']);
+  const files: string[] = [];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) {
+        if (!subpaths.has(name)) walk(path);
+      } else if (path.endsWith('.ts')) files.push(path);
+    }
+  };
+  walk('src');
+  expect(files.length).toBeGreaterThan(5);
+  for (const file of files) {
+    const text = readFileSync(file, 'utf8');
+    expect(text, file).not.toMatch(/from ['"]node:|require\(|from ['"](?!\.)/);
+  }
+});
