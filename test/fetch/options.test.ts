@@ -35,7 +35,9 @@ describe('createFetch rejects bad options with an error naming the option and th
   test('exponentialBackoff validates too', () => {
     expect(() => exponentialBackoff({ base: 0 })).toThrow(/backoff\.base .* got 0/);
     expect(() => exponentialBackoff({ base: 100, cap: 50 })).toThrow(/backoff\.cap .* got 50/);
-    expect(() => exponentialBackoff({ jitter: 'some' as never })).toThrow(/backoff\.jitter .*"some"/);
+    expect(() => exponentialBackoff({ jitter: 'some' as never })).toThrow(
+      /backoff\.jitter .*"some"/,
+    );
   });
 
   test('a bad per-request field rejects that request with a TypeError, before any attempt', async () => {
