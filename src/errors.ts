@@ -49,9 +49,6 @@ export class StaunchError extends Error {
     Object.defineProperty(this, BRAND, { value: true });
   }
 
-  override get name(): string {
-    return 'StaunchError';
-  }
 
   static override [Symbol.hasInstance](value: unknown): boolean {
     if (!isStaunchError(value)) return false;
@@ -72,9 +69,13 @@ export class StaunchError extends Error {
 }
 
 function describeCause(cause: unknown): unknown {
-  if (!(cause instanceof Error)) return String(cause);
-  const code = (cause as { code?: unknown }).code;
-  return { name: cause.name, message: cause.message, ...(code !== undefined && { code }) };
+  if (typeof cause !== 'object' || cause === null) return String(cause);
+  const { name, message, code } = cause as { name?: unknown; message?: unknown; code?: unknown };
+  const out: Record<string, unknown> = {};
+  if (typeof name === 'string') out.name = name;
+  if (typeof message === 'string') out.message = message;
+  if (typeof code === 'string' || typeof code === 'number') out.code = code;
+  return out;
 }
 
 /** True for any error made by any installed copy of staunch. */
@@ -103,9 +104,6 @@ export class DeadlineExceededError extends StaunchError {
     this.timeout = timeout;
     this.ms = ms;
   }
-  override get name(): string {
-    return 'TimeoutError';
-  }
 }
 
 /**
@@ -121,9 +119,6 @@ export class NetworkError extends StaunchError {
     super(message, options);
     this.maybeSent = maybeSent;
   }
-  override get name(): string {
-    return 'NetworkError';
-  }
 }
 
 /** The circuit for this key is open: failed fast without touching the network. */
@@ -134,9 +129,6 @@ export class CircuitOpenError extends StaunchError {
   constructor(message: string, retryAfter: number, options?: StaunchErrorOptions) {
     super(message, options);
     this.retryAfter = retryAfter;
-  }
-  override get name(): string {
-    return 'CircuitOpenError';
   }
 }
 
@@ -149,31 +141,34 @@ export class RateLimitedError extends StaunchError {
     super(message, options);
     this.retryAfter = retryAfter;
   }
-  override get name(): string {
-    return 'RateLimitedError';
-  }
 }
 
 /** The concurrency queue for this key is full. */
 export class QueueFullError extends StaunchError {
   static override readonly code: StaunchErrorCode = 'STAUNCH_QUEUE_FULL';
-  override get name(): string {
-    return 'QueueFullError';
-  }
 }
 
 /** A request waited in the concurrency queue past `queueTimeout` or its deadline. */
 export class QueueTimeoutError extends StaunchError {
   static override readonly code: StaunchErrorCode = 'STAUNCH_QUEUE_TIMEOUT';
-  override get name(): string {
-    return 'QueueTimeoutError';
-  }
 }
 
 /** The SSRF guard refused to connect to an address. */
 export class SsrfBlockedError extends StaunchError {
   static override readonly code: StaunchErrorCode = 'STAUNCH_SSRF_BLOCKED';
-  override get name(): string {
-    return 'SsrfBlockedError';
-  }
+}
+
+// `name` lives on each prototype as a plain writable value (not a getter), so
+// that loggers and test runners that copy or assign it keep working.
+for (const [cls, name] of [
+  [StaunchError, 'StaunchError'],
+  [DeadlineExceededError, 'TimeoutError'],
+  [NetworkError, 'NetworkError'],
+  [CircuitOpenError, 'CircuitOpenError'],
+  [RateLimitedError, 'RateLimitedError'],
+  [QueueFullError, 'QueueFullError'],
+  [QueueTimeoutError, 'QueueTimeoutError'],
+  [SsrfBlockedError, 'SsrfBlockedError'],
+] as const) {
+  Object.defineProperty(cls.prototype, 'name', { value: name, writable: true, configurable: true });
 }

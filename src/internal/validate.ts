@@ -1,11 +1,27 @@
 /** Option validation helpers: every message names the option path and the value. */
 
+/** The value as a message shows it: strings quoted, so `"5"` is told from `5`, and `5n` from both. */
 export function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (Object.is(value, -0)) return '-0';
   if (typeof value === 'function') return 'a function';
   if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object' && value !== null) return 'an object';
+  if (typeof value === 'object' && value !== null) {
+    const tag = Object.prototype.toString.call(value).slice(8, -1);
+    if (tag === 'Object') return 'an object';
+    return `${/^[AEIOU]/.test(tag) ? 'an' : 'a'} ${tag}`;
+  }
   return String(value);
+}
+
+/** An object literal (of any realm) or an instance of a user class; not an array, Date, Map… */
+function isOptionsObject(value: unknown): value is object {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    Object.prototype.toString.call(value) === '[object Object]'
+  );
 }
 
 /** Throws a TypeError unless `value` is a plain object; rejects keys not in `allowed`. */
@@ -14,7 +30,7 @@ export function checkObject(
   value: unknown,
   allowed: readonly string[],
 ): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+  if (!isOptionsObject(value)) {
     throw new TypeError(`${path} must be an object, got ${describe(value)}`);
   }
   for (const key of Object.keys(value)) {
@@ -53,7 +69,9 @@ export function checkNumber(path: string, value: unknown, rule: NumberRule = {})
     const range = [Number.isFinite(min) ? low : '', Number.isFinite(max) ? `<= ${max}` : '']
       .filter(Boolean)
       .join(' and ');
-    throw new RangeError(`${path} must be ${kind}${range ? ` ${range}` : ''}, got ${value}`);
+    throw new RangeError(
+      `${path} must be ${kind}${range ? ` ${range}` : ''}, got ${describe(value)}`,
+    );
   }
   return value;
 }

@@ -1,4 +1,5 @@
 import type { Random } from '../internal/clock.js';
+import { checkNumber, checkObject, describe } from '../internal/validate.js';
 
 /**
  * A backoff generator: pure, `(attempt, previousDelay, random) → ms`.
@@ -32,44 +33,51 @@ const JITTERS: readonly Jitter[] = ['none', 'full', 'equal', 'decorrelated'];
  * @see https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/
  */
 export function exponentialBackoff(options: ExponentialBackoffOptions = {}): Backoff {
-  if (typeof options !== 'object' || options === null)
-    throw new TypeError(`exponentialBackoff options must be an object, got ${String(options)}`);
-  const { base = 250, cap = 20_000, jitter = 'full' } = options;
-  if (typeof base !== 'number' || !Number.isFinite(base) || base <= 0)
-    throw new RangeError(`backoff.base must be a finite number of ms > 0, got ${String(base)}`);
-  if (typeof cap !== 'number' || !Number.isFinite(cap) || cap < base)
-    throw new RangeError(
-      `backoff.cap must be a finite number of ms >= base (${base}), got ${String(cap)}`,
-    );
+  const o = checkObject('backoff', options, ['base', 'cap', 'jitter']);
+  const base = o.base === undefined ? 250 : checkNumber('backoff.base', o.base, GREATER_THAN_0);
+  const capPath = o.cap === undefined ? 'backoff.cap (default)' : 'backoff.cap';
+  const cap = checkNumber(capPath, o.cap ?? 20_000, { min: base });
+  const jitter = (o.jitter ?? 'full') as Jitter;
   if (!JITTERS.includes(jitter))
     throw new TypeError(
-      `backoff.jitter must be one of ${JITTERS.join(', ')}, got ${String(jitter)}`,
+      `backoff.jitter must be one of ${JITTERS.join(', ')}, got ${describe(o.jitter)}`,
     );
 
+  // n = attempt − 1, clamped so that 2ⁿ stays finite (an out-of-range attempt gives the cap).
   const ceiling = (attempt: number): number =>
-    Math.min(cap, base * 2 ** Math.min(Math.max(attempt - 1, 0), 1023));
+    Math.min(cap, base * 2 ** (attempt > 1 ? Math.min(attempt - 1, 1023) : 0));
 
   switch (jitter) {
     case 'none':
       return (attempt) => ceiling(attempt);
     case 'full':
-      return (attempt, _previous, random) => random() * ceiling(attempt);
+      return (attempt, _previous, random) => draw(random) * ceiling(attempt);
     case 'equal':
       return (attempt, _previous, random) => {
         const t = ceiling(attempt);
-        return t / 2 + random() * (t / 2);
+        return t / 2 + draw(random) * (t / 2);
       };
     case 'decorrelated':
       return (_attempt, previous, random) => {
-        const upper = Math.max(base, (previous > 0 ? previous : base) * 3);
-        return Math.min(cap, base + random() * (upper - base));
+        // The formula's own outputs never exceed cap; clamping keeps 3·previous finite
+        // when a caller passes a longer (server-paced) or non-finite previous delay.
+        const last = previous > 0 ? Math.min(previous, cap) : base;
+        const upper = Math.max(base, last * 3);
+        return Math.min(cap, base + draw(random) * (upper - base));
       };
   }
 }
 
+/** One draw of `random`, kept in [0, 1] so that a faulty source cannot leave [0, cap]. */
+function draw(random: Random): number {
+  const r = random();
+  return r > 0 ? Math.min(r, 1) : 0;
+}
+
+const GREATER_THAN_0 = { min: 0, exclusiveMin: true } as const;
+
 /** A constant delay (no jitter): the naive client the lab compares against. */
 export function constantBackoff(ms: number): Backoff {
-  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0)
-    throw new RangeError(`constantBackoff ms must be a finite number >= 0, got ${String(ms)}`);
+  checkNumber('constantBackoff ms', ms, { min: 0 });
   return () => ms;
 }

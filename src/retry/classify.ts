@@ -4,12 +4,17 @@
  * | outcome                                              | retried for        |
  * | ---------------------------------------------------- | ------------------ |
  * | connection never established                         | every method       |
- * | 429, 408, 503 with a pacing hint                     | every method       |
+ * | 429, 408, 503 with a valid Retry-After               | every method       |
  * | `x-should-retry: true` / `false`                     | server's word wins |
  * | other statuses in `retry.statuses`, maybe-sent error | replayable only    |
  * | any other status                                     | never              |
  */
-import { type HeaderSource, readHeader } from './server-delay.js';
+import {
+  type HeaderSource,
+  parseRetryAfter,
+  parseRetryAfterMs,
+  readHeader,
+} from './server-delay.js';
 
 /** Who may retry an outcome: every request, only replayable ones, or none. */
 export type RetryScope = 'any' | 'replayable' | 'never';
@@ -41,10 +46,12 @@ export const UNSENT_CODES: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Certificate failures: the connection was never established, but the same
- * certificate will fail again, so these are not retried.
+ * Failures the same request meets again on every attempt, so they are not
+ * retried: certificate errors (the connection was never established, but the
+ * same certificate fails again) and a URL that cannot be parsed.
  */
 export const FATAL_CODES: ReadonlySet<string> = new Set([
+  'ERR_INVALID_URL',
   'CERT_HAS_EXPIRED',
   'CERT_NOT_YET_VALID',
   'DEPTH_ZERO_SELF_SIGNED_CERT',
@@ -56,20 +63,38 @@ export const FATAL_CODES: ReadonlySet<string> = new Set([
   'CERT_UNTRUSTED',
 ]);
 
-/** The first `code` found on an error, its `cause` chain or its aggregated errors. */
+/** Bounds on the walk of `errorCode`: chain depth and errors visited in all. */
+const MAX_DEPTH = 8;
+const MAX_VISITS = 64;
+
+/**
+ * The first string `code` found on an error, then on each of its aggregated
+ * `errors` (in order, as a happy-eyeballs `AggregateError` lists them), then on
+ * its `cause` chain. Cycles, deep chains and throwing getters end the search.
+ */
 export function errorCode(error: unknown): string | undefined {
-  let current: unknown = error;
-  for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-    const inner = (current as { errors?: unknown }).errors;
-    if (Array.isArray(inner) && inner.length > 0) {
-      const nested = errorCode(inner[0]);
-      if (nested) return nested;
+  const seen = new Set<object>();
+  const visit = (value: unknown, depth: number): string | undefined => {
+    if (typeof value !== 'object' || value === null) return undefined;
+    if (depth > MAX_DEPTH || seen.size >= MAX_VISITS || seen.has(value)) return undefined;
+    seen.add(value);
+    try {
+      const code = (value as { code?: unknown }).code;
+      if (typeof code === 'string') return code;
+      const inner = (value as { errors?: unknown }).errors;
+      if (Array.isArray(inner)) {
+        for (const nested of inner) {
+          const found = visit(nested, depth + 1);
+          if (found !== undefined) return found;
+        }
+      }
+      return visit((value as { cause?: unknown }).cause, depth + 1);
+    } catch {
+      // A throwing getter or a revoked proxy: nothing more to learn here.
+      return undefined;
     }
-    current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
+  };
+  return visit(error, 0);
 }
 
 /** Classifies a transport error by its `code` (never by message text). Unknown → maybe sent. */
@@ -94,11 +119,12 @@ export function classifyStatus(
   if (!statuses.has(status)) return 'never';
   // RFC 9110 §15.5.20 (429), §15.5.9 (408): the server did not process the request.
   if (status === 429 || status === 408) return 'any';
-  // RFC 9110 §15.6.4: a 503 with Retry-After is the server pacing us, not failing.
+  // RFC 9110 §15.6.4: a 503 with Retry-After is the server pacing us, not failing. Only
+  // a valid hint counts: a malformed one is ignored, as everywhere else.
   if (
     status === 503 &&
-    (readHeader(headers, 'retry-after') !== undefined ||
-      readHeader(headers, 'retry-after-ms') !== undefined)
+    (parseRetryAfter(readHeader(headers, 'retry-after')) !== undefined ||
+      parseRetryAfterMs(readHeader(headers, 'retry-after-ms')) !== undefined)
   ) {
     return 'any';
   }

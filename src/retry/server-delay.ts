@@ -12,19 +12,26 @@ export type HeaderSource =
 /** Reads one header, case-insensitively, from a `Headers` or a record. */
 export function readHeader(headers: HeaderSource, name: string): string | undefined {
   if (typeof (headers as { get?: unknown }).get === 'function') {
-    return (headers as { get(name: string): string | null | undefined }).get(name) ?? undefined;
+    const value = (headers as { get(name: string): unknown }).get(name);
+    return typeof value === 'string' ? value : undefined;
   }
-  const record = headers as Readonly<Record<string, string | readonly string[] | undefined>>;
-  let value = record[name];
-  if (value === undefined) {
+  const record = headers as Readonly<Record<string, unknown>>;
+  const lower = name.toLowerCase();
+  let value: unknown;
+  if (Object.hasOwn(record, name)) value = record[name];
+  else if (Object.hasOwn(record, lower)) value = record[lower];
+  else {
     for (const key of Object.keys(record)) {
-      if (key.toLowerCase() === name) {
+      if (key.toLowerCase() === lower) {
         value = record[key];
         break;
       }
     }
   }
-  return typeof value === 'string' ? value : value?.join(', ');
+  // node:http gives repeated headers as arrays; anything else that is not a string is no header.
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value.join(', ');
+  return undefined;
 }
 
 /** Where a delay hint came from, most precise first. */
@@ -69,10 +76,12 @@ export function parseHttpDate(value: string, now: number = Date.now()): number |
   if (m) return utc(+m[3]!, m[2]!, +m[1]!, +m[4]!, +m[5]!, +m[6]!);
   m = RFC850.exec(value);
   if (m) {
-    // RFC 9110 §5.6.7: a two-digit year more than 50 years ahead is in the past century.
-    const thisYear = new Date(now).getUTCFullYear();
-    let year = Math.floor(thisYear / 100) * 100 + +m[3]!;
-    if (year > thisYear + 50) year -= 100;
+    // RFC 9110 §5.6.7: a two-digit year that would be more than 50 years ahead is the
+    // most recent past year with those digits, so the year is the latest one ending in
+    // those digits that is at most 50 years ahead (in 2099, "00" is 2100, not 2000).
+    const latest = new Date(now).getUTCFullYear() + 50;
+    if (Number.isNaN(latest)) return undefined;
+    const year = latest - ((((latest - +m[3]!) % 100) + 100) % 100);
     return utc(year, m[2]!, +m[1]!, +m[4]!, +m[5]!, +m[6]!);
   }
   m = ASCTIME.exec(value);
@@ -80,8 +89,13 @@ export function parseHttpDate(value: string, now: number = Date.now()): number |
   return undefined;
 }
 
-function finite(ms: number): number | undefined {
-  return Number.isFinite(ms) ? ms : undefined;
+/**
+ * A delay as a finite number of ms. Every parser accepts only digits, so an
+ * infinite value can only come from a number too large for a double: that is a
+ * very long wait (longer than any `maxRetryAfter`), not a missing hint.
+ */
+function bounded(ms: number): number | undefined {
+  return Number.isNaN(ms) ? undefined : Math.min(ms, Number.MAX_VALUE);
 }
 
 /**
@@ -95,16 +109,16 @@ export function parseRetryAfter(
 ): number | undefined {
   if (value == null) return undefined;
   const v = value.replace(OWS, '');
-  if (DIGITS.test(v)) return finite(Number(v) * 1000);
+  if (DIGITS.test(v)) return bounded(Number(v) * 1000);
   const date = parseHttpDate(v, now);
-  return date === undefined ? undefined : Math.max(0, date - now);
+  return date === undefined ? undefined : bounded(Math.max(0, date - now));
 }
 
-/** `retry-after-ms` (OpenAI, Anthropic): a non-negative decimal number of ms. */
-function parseRetryAfterMs(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
+/** `retry-after-ms` (OpenAI, Anthropic): a non-negative decimal number of ms, else `undefined`. */
+export function parseRetryAfterMs(value: string | null | undefined): number | undefined {
+  if (value == null) return undefined;
   const v = value.replace(OWS, '');
-  return DECIMAL.test(v) ? finite(Number(v)) : undefined;
+  return DECIMAL.test(v) ? bounded(Number(v)) : undefined;
 }
 
 function param(value: string, names: readonly string[]): number | undefined {
@@ -121,9 +135,9 @@ function parseReset(value: string | undefined, now: number): number | undefined 
   const v = value.replace(OWS, '');
   if (!DECIMAL.test(v)) return undefined;
   const n = Number(v);
-  if (n >= 1e12) return finite(Math.max(0, n - now)); // epoch milliseconds
-  if (n >= 1e9) return finite(Math.max(0, n * 1000 - now)); // epoch seconds (after 2001)
-  return finite(n * 1000); // delta seconds
+  if (n >= 1e12) return bounded(Math.max(0, n - now)); // epoch milliseconds
+  if (n >= 1e9) return bounded(Math.max(0, n * 1000 - now)); // epoch seconds (after 2001)
+  return bounded(n * 1000); // delta seconds
 }
 
 function count(value: string | undefined): number | undefined {
@@ -163,7 +177,7 @@ export function readServerPacing(headers: HeaderSource, now: number = Date.now()
           const t =
             (ratelimit === undefined ? undefined : param(ratelimit, ['t', 'reset'])) ??
             count(readHeader(headers, 'ratelimit-reset'));
-          return t === undefined ? undefined : t * 1000;
+          return t === undefined ? undefined : bounded(t * 1000);
         },
       ],
       ['x-ratelimit-reset', () => parseReset(readHeader(headers, 'x-ratelimit-reset'), now)],
@@ -197,7 +211,9 @@ export function parseServerDelay(
   const { now = Date.now(), cap = MAX_DELAY } = options;
   try {
     const { delay } = readServerPacing(headers, now);
-    return delay === undefined ? undefined : Math.min(Math.max(delay, 0), cap);
+    if (delay === undefined) return undefined;
+    const clamped = Math.min(Math.max(delay, 0), cap);
+    return Number.isFinite(clamped) ? clamped : undefined;
   } catch {
     return undefined;
   }
