@@ -1,0 +1,249 @@
+/**
+ * The circuit breaker's store operations: pure functions of (state, args,
+ * now). The memory store runs them in-process; a remote store re-implements
+ * each one under its `name` (see docs/policies.md for the exact contract).
+ */
+import type { Json, StoreOperation, StoreUpdate } from '../store/store.js';
+
+/** Where a circuit is: passing calls, failing fast, or letting probes through. */
+export type CircuitState = 'closed' | 'open' | 'half-open';
+
+/**
+ * How a call ended, as the breaker sees it: `'failure'` is a network error,
+ * an attempt timeout or a 5xx; `'neutral'` is any other response (2xx-4xx,
+ * 429 included: they say nothing bad about the upstream's health);
+ * `'cancelled'` is a call the caller aborted.
+ */
+export type BreakerOutcome = 'success' | 'failure' | 'neutral' | 'cancelled';
+
+/** Breaker settings as the operations receive them (all ms, all finite). */
+export type BreakerConfig = {
+  failureRatio: number;
+  minimumVolume: number;
+  window: number;
+  breakDuration: number;
+  maxBreakDuration: number;
+  halfOpenProbes: number;
+  /** 0 = ratio mode. */
+  consecutiveFailures: number;
+};
+
+/** The state JSON of one breaker key. */
+export type BreakerState = {
+  state: CircuitState;
+  /** Generation of the closed state: the time it last closed (0 = never opened). */
+  gen: number;
+  /** Closed only: `[bucketStart, failures, successes]`, oldest first. */
+  buckets: [number, number, number][];
+  /** Closed only: failures in a row. */
+  streak: number;
+  /** Open and half-open: the current break duration; 0 while closed. */
+  breakMs: number;
+  /** Open only: when the next probe may go (epoch ms); 0 otherwise. */
+  openUntil: number;
+  /** Half-open only: `[probeId, leaseUntil]` of the probes in flight. */
+  probes: [number, number][];
+  /** The last probe id handed out (ids are increasing, at least `now`). */
+  lastProbe: number;
+};
+
+/** Arguments of {@link breakerAdmit}. */
+export type BreakerAdmitArgs = { cfg: BreakerConfig; leaseMs: number };
+/** A state transition, `[from, to]`, or `null`. */
+export type BreakerChange = [CircuitState, CircuitState] | null;
+/** Result of {@link breakerAdmit}. */
+export type BreakerAdmitResult =
+  | { ok: true; gen: number; probe: number | null; change: BreakerChange }
+  | { ok: false; retryAfter: number };
+/** Arguments of {@link breakerRecord}. */
+export type BreakerRecordArgs = {
+  cfg: BreakerConfig;
+  gen: number;
+  probe: number | null;
+  outcome: BreakerOutcome;
+};
+/** Result of {@link breakerRecord}. */
+export type BreakerRecordResult = { change: BreakerChange };
+
+/** Buckets per sliding window. */
+export const BREAKER_BUCKETS = 10;
+
+function closedState(gen: number, lastProbe: number): BreakerState {
+  return {
+    state: 'closed',
+    gen,
+    buckets: [],
+    streak: 0,
+    breakMs: 0,
+    openUntil: 0,
+    probes: [],
+    lastProbe,
+  };
+}
+
+/** Reads a stored state; anything unrecognisable counts as a fresh closed circuit. */
+function readState(json: Json | undefined): BreakerState {
+  if (typeof json === 'object' && json !== null && !Array.isArray(json)) {
+    const s = json as Partial<BreakerState>;
+    if (
+      (s.state === 'closed' || s.state === 'open' || s.state === 'half-open') &&
+      Array.isArray(s.buckets) &&
+      Array.isArray(s.probes)
+    ) {
+      return s as BreakerState;
+    }
+  }
+  return closedState(0, 0);
+}
+
+function keepMs(cfg: BreakerConfig): number {
+  return Math.max(cfg.window, cfg.maxBreakDuration);
+}
+
+function update<R extends Json>(
+  s: BreakerState,
+  cfg: BreakerConfig,
+  now: number,
+  result: R,
+): StoreUpdate<R> {
+  let ttl = cfg.window;
+  if (s.state === 'open') ttl = s.openUntil - now + keepMs(cfg);
+  else if (s.state === 'half-open') {
+    const lastLease = s.probes.reduce((max, [, until]) => Math.max(max, until), now);
+    ttl = lastLease - now + keepMs(cfg);
+  }
+  return { state: s, ttl, result };
+}
+
+function admitProbe(
+  s: BreakerState,
+  cfg: BreakerConfig,
+  leaseMs: number,
+  now: number,
+  change: BreakerChange,
+): StoreUpdate<BreakerAdmitResult> {
+  const id = Math.max(now, s.lastProbe + 1);
+  const next: BreakerState = { ...s, probes: [...s.probes, [id, now + leaseMs]], lastProbe: id };
+  return update(next, cfg, now, { ok: true, gen: s.gen, probe: id, change });
+}
+
+/**
+ * `staunch.breaker.admit`: may a call go? Closed: yes (read only). Open:
+ * no, until `openUntil`; the first admit after it moves to half-open and is a
+ * probe. Half-open: expired leases are dropped, then yes as a probe while
+ * fewer than `halfOpenProbes` are in flight, else no.
+ */
+export const breakerAdmit: StoreOperation<BreakerAdmitArgs, BreakerAdmitResult> = Object.freeze({
+  name: 'staunch.breaker.admit',
+  apply(
+    json: Json | undefined,
+    { cfg, leaseMs }: BreakerAdmitArgs,
+    now: number,
+  ): StoreUpdate<BreakerAdmitResult> {
+    const s = readState(json);
+    if (s.state === 'closed') {
+      return {
+        state: json,
+        ttl: cfg.window,
+        result: { ok: true, gen: s.gen, probe: null, change: null },
+      };
+    }
+    if (s.state === 'open') {
+      if (now < s.openUntil)
+        return update(s, cfg, now, { ok: false, retryAfter: s.openUntil - now });
+      const halfOpen: BreakerState = { ...s, state: 'half-open', openUntil: 0, probes: [] };
+      return admitProbe(halfOpen, cfg, leaseMs, now, ['open', 'half-open']);
+    }
+    const live = s.probes.filter(([, until]) => until > now);
+    const pruned: BreakerState = { ...s, probes: live };
+    if (live.length < cfg.halfOpenProbes) return admitProbe(pruned, cfg, leaseMs, now, null);
+    const freeAt = live.reduce((min, [, until]) => Math.min(min, until), Number.POSITIVE_INFINITY);
+    return update(pruned, cfg, now, { ok: false, retryAfter: Math.max(1, freeAt - now) });
+  },
+});
+
+function open(s: BreakerState, breakMs: number, now: number): BreakerState {
+  return {
+    ...s,
+    state: 'open',
+    buckets: [],
+    streak: 0,
+    breakMs,
+    openUntil: now + breakMs,
+    probes: [],
+  };
+}
+
+function recordProbe(
+  s: BreakerState,
+  { cfg, probe, outcome }: BreakerRecordArgs,
+  now: number,
+): StoreUpdate<BreakerRecordResult> | undefined {
+  if (s.state !== 'half-open' || !s.probes.some(([id]) => id === probe)) return undefined;
+  if (outcome === 'cancelled') {
+    const probes = s.probes.filter(([id]) => id !== probe);
+    return update({ ...s, probes }, cfg, now, { change: null });
+  }
+  if (outcome === 'failure') {
+    const breakMs = Math.min(cfg.maxBreakDuration, Math.max(cfg.breakDuration, s.breakMs * 2));
+    return update(open(s, breakMs, now), cfg, now, { change: ['half-open', 'open'] });
+  }
+  const closed = closedState(Math.max(now, s.gen + 1), s.lastProbe);
+  return update(closed, cfg, now, { change: ['half-open', 'closed'] });
+}
+
+/**
+ * `staunch.breaker.record`: learns from a call's outcome. A probe (`probe`
+ * set) counts only while its lease is still held in half-open: success or
+ * neutral closes, failure reopens with the break doubled (capped),
+ * cancelled frees the slot. A closed-state call counts only if the circuit is
+ * still closed in the same generation, and only success or failure: it goes
+ * into the window, then the circuit trips if the rule says so.
+ */
+export const breakerRecord: StoreOperation<BreakerRecordArgs, BreakerRecordResult> = Object.freeze({
+  name: 'staunch.breaker.record',
+  apply(
+    json: Json | undefined,
+    args: BreakerRecordArgs,
+    now: number,
+  ): StoreUpdate<BreakerRecordResult> {
+    const { cfg, gen, probe, outcome } = args;
+    const s = readState(json);
+    const unchanged = (): StoreUpdate<BreakerRecordResult> =>
+      json === undefined
+        ? { state: undefined, ttl: 0, result: { change: null } }
+        : update(s, cfg, now, { change: null });
+    if (probe !== null) return recordProbe(s, args, now) ?? unchanged();
+    if (s.state !== 'closed' || s.gen !== gen) return unchanged();
+    if (outcome !== 'success' && outcome !== 'failure') return unchanged();
+
+    const failed = outcome === 'failure';
+    const width = Math.max(1, Math.floor(cfg.window / BREAKER_BUCKETS));
+    const start = now - (now % width);
+    const buckets = s.buckets
+      .filter(([at]) => at > now - cfg.window)
+      .map((b) => [...b] as [number, number, number]);
+    let bucket = buckets.find(([at]) => at === start);
+    if (bucket === undefined) {
+      bucket = [start, 0, 0];
+      buckets.push(bucket);
+    }
+    bucket[failed ? 1 : 2] += 1;
+    const streak = failed ? s.streak + 1 : 0;
+
+    let trip = false;
+    if (cfg.consecutiveFailures > 0) trip = streak >= cfg.consecutiveFailures;
+    else if (failed) {
+      let failures = 0;
+      let total = 0;
+      for (const [, f, ok] of buckets) {
+        failures += f;
+        total += f + ok;
+      }
+      trip = total >= cfg.minimumVolume && failures >= cfg.failureRatio * total;
+    }
+    if (trip)
+      return update(open(s, cfg.breakDuration, now), cfg, now, { change: ['closed', 'open'] });
+    return update({ ...s, buckets, streak }, cfg, now, { change: null });
+  },
+});

@@ -1,0 +1,257 @@
+/**
+ * The circuit breaker: per origin key, closed → open after too many failures,
+ * open fails fast, half-open lets a fixed number of probes through. Every
+ * decision is one store operation (see ./breaker-ops.ts), so a fleet sharing
+ * a store shares one circuit per key.
+ */
+import type { Clock } from '../internal/clock.js';
+import type { StateStore } from '../store/store.js';
+import {
+  type BreakerChange,
+  type BreakerConfig,
+  type BreakerOutcome,
+  breakerAdmit,
+  breakerRecord,
+  type CircuitState,
+} from './breaker-ops.js';
+import { runOp } from './store-call.js';
+import { positiveFinite, positiveInteger, readNumber, readObject } from './validate.js';
+
+export type { BreakerOutcome, CircuitState } from './breaker-ops.js';
+
+/** Options of the circuit breaker (`breaker` in `createFetch`). Durations in ms. */
+export interface BreakerOptions {
+  /**
+   * Trip when failures / (failures + successes) over the window reaches this.
+   * @default 0.5
+   */
+  failureRatio?: number | undefined;
+  /**
+   * Never trip on the ratio with fewer calls than this in the window.
+   * @default 20
+   */
+  minimumVolume?: number | undefined;
+  /**
+   * Length of the sliding window, in ms, kept as 10 buckets of `window / 10`.
+   * @default 10_000
+   */
+  window?: number | undefined;
+  /**
+   * How long the circuit stays open after it trips, in ms; doubled after
+   * each failed probe, up to `maxBreakDuration`.
+   * @default 5_000
+   */
+  breakDuration?: number | undefined;
+  /**
+   * Ceiling of the break duration, in ms.
+   * @default 60_000 (or `breakDuration` if that is longer and this is not set)
+   */
+  maxBreakDuration?: number | undefined;
+  /**
+   * Probes let through at once while half-open; the rest fail fast.
+   * @default 1
+   */
+  halfOpenProbes?: number | undefined;
+  /**
+   * Trip after this many failures in a row instead of on the ratio
+   * (`failureRatio` and `minimumVolume` are then unused).
+   * @default undefined (ratio mode)
+   */
+  consecutiveFailures?: number | undefined;
+}
+
+/** Validated, frozen breaker options. */
+export interface ResolvedBreakerOptions {
+  readonly failureRatio: number;
+  readonly minimumVolume: number;
+  readonly window: number;
+  readonly breakDuration: number;
+  readonly maxBreakDuration: number;
+  readonly halfOpenProbes: number;
+  readonly consecutiveFailures: number | undefined;
+}
+
+/** Defaults of {@link BreakerOptions}. */
+export const breakerDefaults: ResolvedBreakerOptions = Object.freeze({
+  failureRatio: 0.5,
+  minimumVolume: 20,
+  window: 10_000,
+  breakDuration: 5_000,
+  maxBreakDuration: 60_000,
+  halfOpenProbes: 1,
+  consecutiveFailures: undefined,
+});
+
+const KNOWN = Object.keys(breakerDefaults);
+const MS = 'a finite number of ms > 0';
+
+/**
+ * Validates `breaker` options once, when the client is built: `false` turns
+ * the breaker off, `true` or `undefined` gives the defaults.
+ * @throws TypeError for a wrong type or an unknown key; RangeError for a value out of range.
+ */
+export function resolveBreakerOptions(
+  input: BreakerOptions | boolean | undefined,
+): ResolvedBreakerOptions | false {
+  if (input === false) return false;
+  if (input === true || input === undefined) return breakerDefaults;
+  const o = readObject(input, 'breaker', KNOWN);
+  const d = breakerDefaults;
+  const p = 'breaker';
+  const ratio = (n: number): boolean => n > 0 && n <= 1;
+  const breakDuration = readNumber(o, 'breakDuration', p, d.breakDuration, positiveFinite, MS);
+  const maxDefault = Math.max(d.maxBreakDuration, breakDuration);
+  const maxBreakDuration = readNumber(o, 'maxBreakDuration', p, maxDefault, positiveFinite, MS);
+  if (maxBreakDuration < breakDuration) {
+    throw new RangeError(
+      `breaker.maxBreakDuration must be >= breaker.breakDuration (${breakDuration}), got ${maxBreakDuration}`,
+    );
+  }
+  const consecutive = o.consecutiveFailures;
+  return Object.freeze({
+    failureRatio: readNumber(o, 'failureRatio', p, d.failureRatio, ratio, 'a number in (0, 1]'),
+    minimumVolume: readNumber(
+      o,
+      'minimumVolume',
+      p,
+      d.minimumVolume,
+      positiveInteger,
+      'an integer >= 1',
+    ),
+    window: readNumber(o, 'window', p, d.window, positiveFinite, MS),
+    breakDuration,
+    maxBreakDuration,
+    halfOpenProbes: readNumber(
+      o,
+      'halfOpenProbes',
+      p,
+      d.halfOpenProbes,
+      positiveInteger,
+      'an integer >= 1',
+    ),
+    consecutiveFailures:
+      consecutive === undefined
+        ? undefined
+        : readNumber(o, 'consecutiveFailures', p, 1, positiveInteger, 'an integer >= 1'),
+  });
+}
+
+/**
+ * Proof of admission, handed back to {@link CircuitBreaker.record}. Opaque:
+ * `gen` ties a closed-state call to the closed period it started in, `probe`
+ * names a half-open probe (`null` for an ordinary call).
+ */
+export interface BreakerTicket {
+  readonly gen: number;
+  readonly probe: number | null;
+}
+
+/** What {@link CircuitBreaker.admit} decides. `retryAfter` is ms until a call may be admitted again. */
+export type BreakerAdmission =
+  | { readonly ok: true; readonly ticket: BreakerTicket }
+  | { readonly ok: false; readonly retryAfter: number };
+
+/** A transition of one key's circuit. */
+export interface BreakerStateChange {
+  readonly key: string;
+  readonly from: CircuitState;
+  readonly to: CircuitState;
+}
+
+/** Store keys of the breaker are `breaker:` + the origin key. */
+export const BREAKER_KEY_PREFIX = 'breaker:';
+
+/**
+ * Extra ms added to a probe's lease, so that a probe timing out at exactly
+ * its attempt timeout still reports back before its slot is given away.
+ */
+export const PROBE_LEASE_GRACE = 1_000;
+
+/**
+ * The circuit breaker for every origin key of one client.
+ * @example
+ * const breaker = new CircuitBreaker(resolveBreakerOptions({}) as ResolvedBreakerOptions, memoryStore(), systemClock);
+ * const admission = await breaker.admit('https://api.example.com', 30_000);
+ * if (admission.ok) await breaker.record('https://api.example.com', admission.ticket, 'success');
+ */
+export class CircuitBreaker {
+  readonly #cfg: BreakerConfig;
+  readonly #store: StateStore;
+  readonly #clock: Clock;
+  readonly #onStateChange: ((change: BreakerStateChange) => void) | undefined;
+
+  constructor(
+    options: ResolvedBreakerOptions,
+    store: StateStore,
+    clock: Clock,
+    onStateChange?: (change: BreakerStateChange) => void,
+  ) {
+    this.#cfg = Object.freeze({
+      failureRatio: options.failureRatio,
+      minimumVolume: options.minimumVolume,
+      window: options.window,
+      breakDuration: options.breakDuration,
+      maxBreakDuration: options.maxBreakDuration,
+      halfOpenProbes: options.halfOpenProbes,
+      consecutiveFailures: options.consecutiveFailures ?? 0,
+    });
+    this.#store = store;
+    this.#clock = clock;
+    this.#onStateChange = onStateChange;
+  }
+
+  /**
+   * Asks whether a call to `key` may go. `leaseMs` is how long a half-open
+   * probe may hold its slot without reporting (the executor passes the attempt
+   * timeout; a non-finite value means `maxBreakDuration`), plus
+   * {@link PROBE_LEASE_GRACE}.
+   */
+  admit(key: string, leaseMs: number): Promise<BreakerAdmission> {
+    const lease =
+      (Number.isFinite(leaseMs) && leaseMs > 0 ? leaseMs : this.#cfg.maxBreakDuration) +
+      PROBE_LEASE_GRACE;
+    const args = { cfg: this.#cfg, leaseMs: lease };
+    return runOp(
+      this.#store,
+      BREAKER_KEY_PREFIX + key,
+      breakerAdmit,
+      args,
+      this.#clock.now(),
+      (r) => {
+        if (!r.ok) return { ok: false, retryAfter: r.retryAfter } as const;
+        this.#emit(key, r.change);
+        return { ok: true, ticket: Object.freeze({ gen: r.gen, probe: r.probe }) } as const;
+      },
+    );
+  }
+
+  /**
+   * Reports how an admitted call ended. A closed-state `'neutral'` or
+   * `'cancelled'` costs nothing (no store call).
+   */
+  record(key: string, ticket: BreakerTicket, outcome: BreakerOutcome): Promise<void> {
+    if (ticket.probe === null && (outcome === 'neutral' || outcome === 'cancelled')) {
+      return Promise.resolve();
+    }
+    const args = { cfg: this.#cfg, gen: ticket.gen, probe: ticket.probe, outcome };
+    return runOp(
+      this.#store,
+      BREAKER_KEY_PREFIX + key,
+      breakerRecord,
+      args,
+      this.#clock.now(),
+      (r) => {
+        this.#emit(key, r.change);
+      },
+    );
+  }
+
+  #emit(key: string, change: BreakerChange): void {
+    if (change === null || this.#onStateChange === undefined) return;
+    try {
+      this.#onStateChange({ key, from: change[0], to: change[1] });
+    } catch {
+      // A listener's bug must not break the request that happened to cause the transition.
+    }
+  }
+}

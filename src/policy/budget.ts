@@ -1,0 +1,180 @@
+/**
+ * The retry budget: per origin key, retries of failures may add at most
+ * `ratio` of the recent first attempts, plus a floor of `minPerSecond`, so
+ * one logical request never turns into a storm however many layers retry.
+ * @see https://finagle.github.io/blog/2016/02/08/retry-budgets/ (the same idea)
+ */
+import { type Clock, noop } from '../internal/clock.js';
+import type { Json, StateStore, StoreOperation, StoreUpdate } from '../store/store.js';
+import { runOp } from './store-call.js';
+import { nonNegativeFinite, readNumber, readObject } from './validate.js';
+
+/** Options of the retry budget (`budget` in `createFetch`). */
+export interface BudgetOptions {
+  /**
+   * Retries earned by each first attempt: 0.1 lets retries add 10% load.
+   * @default 0.1
+   */
+  ratio?: number | undefined;
+  /**
+   * Retries per second allowed whatever the traffic, so that a quiet key can
+   * still retry. At most one second's worth (at least one retry) is banked.
+   * @default 10
+   */
+  minPerSecond?: number | undefined;
+}
+
+/** Validated, frozen budget options. */
+export interface ResolvedBudgetOptions {
+  readonly ratio: number;
+  readonly minPerSecond: number;
+}
+
+/** Defaults of {@link BudgetOptions}. */
+export const budgetDefaults: ResolvedBudgetOptions = Object.freeze({
+  ratio: 0.1,
+  minPerSecond: 10,
+});
+
+/**
+ * Time constant, in ms, of the decay of earned retries: what was earned
+ * `BUDGET_MEMORY_MS` ago is worth 1/e. The bank therefore holds about
+ * `ratio` × the first attempts of the last ten seconds, never an hour's.
+ */
+export const BUDGET_MEMORY_MS = 10_000;
+
+/** Validates `budget` options: `false` is off, `true`/`undefined` the defaults. */
+export function resolveBudgetOptions(
+  input: BudgetOptions | boolean | undefined,
+): ResolvedBudgetOptions | false {
+  if (input === false) return false;
+  if (input === true || input === undefined) return budgetDefaults;
+  const o = readObject(input, 'budget', Object.keys(budgetDefaults));
+  const d = budgetDefaults;
+  return Object.freeze({
+    ratio: readNumber(o, 'ratio', 'budget', d.ratio, nonNegativeFinite, 'a finite number >= 0'),
+    minPerSecond: readNumber(
+      o,
+      'minPerSecond',
+      'budget',
+      d.minPerSecond,
+      nonNegativeFinite,
+      'a finite number >= 0',
+    ),
+  });
+}
+
+/** Arguments of the budget operations. */
+export type BudgetArgs = { ratio: number; minPerSecond: number; memoryMs: number };
+/** State JSON of one budget key. */
+export type BudgetState = { floor: number; earned: number; at: number };
+
+/** The most floor tokens a key can bank: one second's worth, and at least one retry. */
+export function floorCap(minPerSecond: number): number {
+  return minPerSecond > 0 ? Math.max(1, minPerSecond) : 0;
+}
+
+function refill(json: Json | undefined, args: BudgetArgs, now: number): BudgetState {
+  const cap = floorCap(args.minPerSecond);
+  const s = json as BudgetState | undefined;
+  if (s === undefined || typeof s !== 'object' || typeof s.floor !== 'number') {
+    return { floor: cap, earned: 0, at: now };
+  }
+  const dt = Math.max(0, now - s.at);
+  return {
+    floor: Math.min(cap, s.floor + (dt * args.minPerSecond) / 1000),
+    earned: s.earned * Math.exp(-dt / args.memoryMs),
+    at: Math.max(now, s.at),
+  };
+}
+
+function store<R extends Json>(s: BudgetState, args: BudgetArgs, result: R): StoreUpdate<R> {
+  const cap = floorCap(args.minPerSecond);
+  const refillMs = args.minPerSecond > 0 ? ((cap - s.floor) * 1000) / args.minPerSecond : 0;
+  return { state: s, ttl: Math.max(Math.ceil(refillMs), 3 * args.memoryMs), result };
+}
+
+/** `staunch.budget.deposit`: a first attempt earns `ratio` of a retry. Result: the balance after. */
+export const budgetDeposit: StoreOperation<BudgetArgs, number> = Object.freeze({
+  name: 'staunch.budget.deposit',
+  apply(json: Json | undefined, args: BudgetArgs, now: number): StoreUpdate<number> {
+    const s = refill(json, args, now);
+    s.earned += args.ratio;
+    return store(s, args, s.floor + s.earned);
+  },
+});
+
+/**
+ * `staunch.budget.withdraw`: takes one retry if the balance (floor + earned)
+ * holds one, earned tokens first. Result: whether it did.
+ */
+export const budgetWithdraw: StoreOperation<BudgetArgs, boolean> = Object.freeze({
+  name: 'staunch.budget.withdraw',
+  apply(json: Json | undefined, args: BudgetArgs, now: number): StoreUpdate<boolean> {
+    const s = refill(json, args, now);
+    if (s.floor + s.earned < 1) return store(s, args, false);
+    if (s.earned >= 1) s.earned -= 1;
+    else {
+      s.floor = Math.max(0, s.floor - (1 - s.earned));
+      s.earned = 0;
+    }
+    return store(s, args, true);
+  },
+});
+
+/** Store keys of the budget are `budget:` + the origin key. */
+export const BUDGET_KEY_PREFIX = 'budget:';
+
+/**
+ * The retry budget for every origin key of one client.
+ * @example
+ * budget.deposit(key);                          // on every first attempt
+ * if (!(await budget.tryWithdraw(key))) giveUp(); // before retrying a failure
+ */
+export class RetryBudget {
+  readonly #args: BudgetArgs;
+  readonly #store: StateStore;
+  readonly #clock: Clock;
+
+  constructor(options: ResolvedBudgetOptions, store: StateStore, clock: Clock) {
+    this.#args = Object.freeze({
+      ratio: options.ratio,
+      minPerSecond: options.minPerSecond,
+      memoryMs: BUDGET_MEMORY_MS,
+    });
+    this.#store = store;
+    this.#clock = clock;
+  }
+
+  /** Credits `key` with a first attempt. Call it once per logical request, before the first attempt. */
+  deposit(key: string): Promise<void> {
+    return runOp(
+      this.#store,
+      BUDGET_KEY_PREFIX + key,
+      budgetDeposit,
+      this.#args,
+      this.#clock.now(),
+      noop,
+    );
+  }
+
+  /**
+   * Takes one retry from `key`'s budget; `false` means the retry must not be
+   * made. Call it before retrying a failure (5xx, network error, timeout),
+   * not before a retry paced by a 429: the rate limiter bounds those.
+   */
+  tryWithdraw(key: string): Promise<boolean> {
+    return runOp(
+      this.#store,
+      BUDGET_KEY_PREFIX + key,
+      budgetWithdraw,
+      this.#args,
+      this.#clock.now(),
+      identity,
+    );
+  }
+}
+
+function identity<T>(value: T): T {
+  return value;
+}

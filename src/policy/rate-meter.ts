@@ -1,0 +1,50 @@
+/**
+ * A cheap measure of a send rate: counts in time buckets, smoothed by an
+ * exponentially weighted moving average, as the AWS SDKs' adaptive retry mode
+ * measures its send rate. Pure functions over a JSON tuple, so that the same
+ * code keeps a per-process meter and the meter inside the rate limiter's
+ * store state.
+ */
+
+/** `[bucketStart (epoch ms), count in that bucket, smoothed rate (per s)]`. */
+export type Meter = [number, number, number];
+
+/** Width of a bucket, in ms. */
+export const METER_BUCKET_MS = 500;
+/** Weight of the newest bucket in the average. */
+export const METER_SMOOTHING = 0.8;
+
+function bucketOf(t: number): number {
+  return Math.floor(t / METER_BUCKET_MS) * METER_BUCKET_MS;
+}
+
+/**
+ * The average once the meter's bucket is closed and the buckets up to
+ * `bucket` have passed: the closed bucket's rate weighs `METER_SMOOTHING`,
+ * then each empty bucket since decays the average as a sample of 0 would.
+ */
+function smoothed(m: Meter, bucket: number): number {
+  const closed = METER_SMOOTHING * (m[1] / (METER_BUCKET_MS / 1000)) + (1 - METER_SMOOTHING) * m[2];
+  const empty = (bucket - m[0]) / METER_BUCKET_MS - 1;
+  return empty > 0 ? closed * (1 - METER_SMOOTHING) ** empty : closed;
+}
+
+/** Counts one event at time `t`; returns the new meter (the input is not changed). */
+export function meterRecord(m: Meter | undefined, t: number): Meter {
+  const bucket = bucketOf(t);
+  if (m === undefined) return [bucket, 1, 0];
+  if (bucket > m[0]) return [bucket, 1, smoothed(m, bucket)];
+  return [m[0], m[1] + 1, m[2]];
+}
+
+/**
+ * The rate at `now`, in events per second: the average as it would be after
+ * closing the bucket in progress, or, within that bucket, at least its count
+ * scaled to a second (so a burst is seen before its bucket closes).
+ */
+export function meterRate(m: Meter | undefined, now: number): number {
+  if (m === undefined) return 0;
+  const bucket = bucketOf(now);
+  if (bucket > m[0]) return smoothed(m, bucket);
+  return Math.max(m[2], m[1] / (METER_BUCKET_MS / 1000));
+}

@@ -1,0 +1,31 @@
+import type { Json, StateStore, StoreOperation } from '../store/store.js';
+
+/**
+ * Runs `op` on `store` and hands its result to `then`, without an extra
+ * promise hop when the store answers synchronously (the memory store does).
+ * A synchronous throw from the store or from `then` becomes a rejection.
+ */
+export function runOp<A extends Json, R extends Json, T>(
+  store: StateStore,
+  key: string,
+  op: StoreOperation<A, R>,
+  args: A,
+  now: number,
+  then: (result: R) => T,
+): Promise<T> {
+  try {
+    const result = store.run(key, op, args, now);
+    if (isThenable(result)) return Promise.resolve(result).then(then);
+    return Promise.resolve(then(result));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+function isThenable<R>(value: R | Promise<R>): value is Promise<R> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}

@@ -1,0 +1,498 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  type BreakerOptions,
+  type BreakerStateChange,
+  type BreakerTicket,
+  breakerDefaults,
+  CircuitBreaker,
+  type CircuitState,
+  PROBE_LEASE_GRACE,
+  type ResolvedBreakerOptions,
+  resolveBreakerOptions,
+} from '../../src/policy/breaker.js';
+import { breakerAdmit, breakerRecord } from '../../src/policy/breaker-ops.js';
+import { memoryStore } from '../../src/store/memory.js';
+import type { StateStore } from '../../src/store/store.js';
+import { fakeClock } from '../helpers/clock.js';
+import { asyncStore } from './support.js';
+
+const KEY = 'https://api.example.com';
+
+function setup(options: BreakerOptions = {}, wrap: (s: StateStore) => StateStore = (s) => s) {
+  const clock = fakeClock();
+  const store = memoryStore();
+  const changes: Array<[CircuitState, CircuitState]> = [];
+  const resolved = resolveBreakerOptions(options);
+  if (resolved === false) throw new Error('unreachable');
+  const breaker = new CircuitBreaker(resolved, wrap(store), clock, (e) =>
+    changes.push([e.from, e.to]),
+  );
+  const call = async (outcome: 'success' | 'failure' | 'neutral' | 'cancelled', lease = 30_000) => {
+    const admission = await breaker.admit(KEY, lease);
+    if (!admission.ok) return admission;
+    await breaker.record(KEY, admission.ticket, outcome);
+    return admission;
+  };
+  const ticket = async (lease = 30_000): Promise<BreakerTicket> => {
+    const admission = await breaker.admit(KEY, lease);
+    if (!admission.ok) throw new Error(`not admitted, retryAfter ${admission.retryAfter}`);
+    return admission.ticket;
+  };
+  const trip = async () => {
+    for (let i = 0; i < resolved.minimumVolume; i++) await call('failure');
+  };
+  return { clock, store, breaker, changes, call, ticket, trip, options: resolved };
+}
+
+describe('resolveBreakerOptions', () => {
+  it('gives the defaults for true and undefined, false for false', () => {
+    expect(resolveBreakerOptions(undefined)).toBe(breakerDefaults);
+    expect(resolveBreakerOptions(true)).toBe(breakerDefaults);
+    expect(resolveBreakerOptions(false)).toBe(false);
+    expect(breakerDefaults).toEqual({
+      failureRatio: 0.5,
+      minimumVolume: 20,
+      window: 10_000,
+      breakDuration: 5_000,
+      maxBreakDuration: 60_000,
+      halfOpenProbes: 1,
+      consecutiveFailures: undefined,
+    });
+  });
+
+  it('fills the gaps with defaults, drops undefined and freezes', () => {
+    const r = resolveBreakerOptions({
+      failureRatio: 0.25,
+      window: undefined,
+      consecutiveFailures: 3,
+    });
+    expect(r).toEqual({ ...breakerDefaults, failureRatio: 0.25, consecutiveFailures: 3 });
+    expect(Object.isFrozen(r)).toBe(true);
+  });
+
+  it('raises maxBreakDuration to a longer breakDuration when it is not given', () => {
+    const r = resolveBreakerOptions({ breakDuration: 120_000 });
+    expect((r as ResolvedBreakerOptions).maxBreakDuration).toBe(120_000);
+  });
+
+  it.each<[unknown, ErrorConstructor, string]>([
+    [{ failureRatio: 1.5 }, RangeError, 'breaker.failureRatio must be a number in (0, 1], got 1.5'],
+    [{ failureRatio: 0 }, RangeError, 'breaker.failureRatio must be a number in (0, 1], got 0'],
+    [{ failureRatio: Number.NaN }, RangeError, 'got NaN'],
+    [
+      { failureRatio: '0.5' },
+      TypeError,
+      'breaker.failureRatio must be a number in (0, 1], got "0.5"',
+    ],
+    [{ minimumVolume: 0 }, RangeError, 'breaker.minimumVolume must be an integer >= 1, got 0'],
+    [{ minimumVolume: 2.5 }, RangeError, 'got 2.5'],
+    [{ window: 0 }, RangeError, 'breaker.window must be a finite number of ms > 0, got 0'],
+    [{ window: Number.POSITIVE_INFINITY }, RangeError, 'got Infinity'],
+    [{ breakDuration: -1 }, RangeError, 'breaker.breakDuration'],
+    [
+      { maxBreakDuration: 1_000 },
+      RangeError,
+      'breaker.maxBreakDuration must be >= breaker.breakDuration (5000), got 1000',
+    ],
+    [{ halfOpenProbes: 0 }, RangeError, 'breaker.halfOpenProbes must be an integer >= 1, got 0'],
+    [
+      { consecutiveFailures: 0 },
+      RangeError,
+      'breaker.consecutiveFailures must be an integer >= 1, got 0',
+    ],
+    [{ consecutiveFailures: null }, TypeError, 'got null'],
+    [{ failureRate: 0.5 }, TypeError, 'breaker has unknown option "failureRate"'],
+    [{ a: 1, b: 2 }, TypeError, 'breaker has unknown options "a", "b"'],
+    ['on', TypeError, 'breaker must be an object, got "on"'],
+    [null, TypeError, 'breaker must be an object, got null'],
+  ])('rejects %o', (input, type, message) => {
+    const run = () => resolveBreakerOptions(input as BreakerOptions);
+    expect(run).toThrow(type);
+    expect(run).toThrow(message);
+  });
+});
+
+describe('CircuitBreaker, closed', () => {
+  it('admits while closed and writes nothing for an admit alone', async () => {
+    const { breaker, store } = setup();
+    const admission = await breaker.admit(KEY, 1_000);
+    expect(admission).toEqual({ ok: true, ticket: { gen: 0, probe: null } });
+    expect(store.size).toBe(0);
+  });
+
+  it('never trips below minimumVolume, even at 100% failures', async () => {
+    const { call, breaker, changes } = setup();
+    for (let i = 0; i < 19; i++) await call('failure');
+    expect((await breaker.admit(KEY, 1_000)).ok).toBe(true);
+    expect(changes).toEqual([]);
+  });
+
+  it('trips at minimumVolume once failures reach the ratio, and then fails fast', async () => {
+    const { call, breaker, changes, clock } = setup();
+    for (let i = 0; i < 10; i++) await call('success');
+    for (let i = 0; i < 9; i++) await call('failure');
+    expect(changes).toEqual([]);
+    await call('failure'); // 10 / 20 = 0.5
+    expect(changes).toEqual([['closed', 'open']]);
+    expect(await breaker.admit(KEY, 1_000)).toEqual({ ok: false, retryAfter: 5_000 });
+    await clock.advance(1_200);
+    expect(await breaker.admit(KEY, 1_000)).toEqual({ ok: false, retryAfter: 3_800 });
+  });
+
+  it.each([
+    [11, 9, false],
+    [10, 10, true],
+    [0, 20, true],
+    [30, 29, false],
+    [29, 30, true],
+  ])('with %d successes then %d failures, trips: %s', async (ok, failed, trips) => {
+    const { call, changes } = setup();
+    for (let i = 0; i < ok; i++) await call('success');
+    for (let i = 0; i < failed; i++) await call('failure');
+    expect(changes.length > 0).toBe(trips);
+  });
+
+  it('does not count neutral or cancelled outcomes, nor touch the store for them', async () => {
+    const { call, changes, store } = setup();
+    for (let i = 0; i < 100; i++) await call('neutral');
+    for (let i = 0; i < 100; i++) await call('cancelled');
+    expect(store.size).toBe(0);
+    for (let i = 0; i < 19; i++) await call('failure');
+    expect(changes).toEqual([]);
+  });
+
+  it('forgets what slid out of the window', async () => {
+    const { call, changes, clock } = setup();
+    for (let i = 0; i < 15; i++) await call('failure');
+    await clock.advance(10_000);
+    for (let i = 0; i < 15; i++) await call('failure');
+    expect(changes).toEqual([]);
+    for (let i = 0; i < 5; i++) await call('failure');
+    expect(changes).toEqual([['closed', 'open']]);
+  });
+
+  it('counts calls spread over the window, bucket by bucket', async () => {
+    const { call, changes, clock } = setup();
+    for (let i = 0; i < 19; i++) {
+      await call('failure');
+      await clock.advance(450); // 19 failures over 8.55 s: all still in the 10 s window
+    }
+    await call('failure');
+    expect(changes).toEqual([['closed', 'open']]);
+  });
+
+  it('in consecutive mode trips after n failures in a row, whatever the volume', async () => {
+    const { call, changes } = setup({ consecutiveFailures: 3 });
+    await call('failure');
+    await call('failure');
+    await call('success');
+    await call('failure');
+    await call('failure');
+    await call('neutral'); // neither breaks nor extends the streak
+    expect(changes).toEqual([]);
+    await call('failure');
+    expect(changes).toEqual([['closed', 'open']]);
+  });
+
+  it('ignores the outcome of a call admitted before the circuit last opened', async () => {
+    const { call, trip, clock, ticket, breaker, changes } = setup({ minimumVolume: 2 });
+    const stale = await ticket();
+    await trip();
+    await clock.advance(5_000);
+    await call('success'); // the probe closes it
+    expect(changes.at(-1)).toEqual(['half-open', 'closed']);
+    await breaker.record(KEY, stale, 'failure');
+    await call('failure'); // one failure of this generation: below the volume of 2
+    expect(changes.at(-1)).toEqual(['half-open', 'closed']);
+  });
+});
+
+describe('CircuitBreaker, open and half-open', () => {
+  it('lets exactly one probe through after the break, and fires each transition once', async () => {
+    const { trip, clock, breaker, changes, ticket } = setup();
+    await trip();
+    await clock.advance(5_000);
+    const probe = await ticket(2_000);
+    expect(probe.probe).not.toBeNull();
+    expect(changes).toEqual([
+      ['closed', 'open'],
+      ['open', 'half-open'],
+    ]);
+    expect(await breaker.admit(KEY, 2_000)).toEqual({
+      ok: false,
+      retryAfter: 2_000 + PROBE_LEASE_GRACE,
+    });
+    await breaker.record(KEY, probe, 'success');
+    expect(changes.at(-1)).toEqual(['half-open', 'closed']);
+    expect(changes).toHaveLength(3);
+    expect((await breaker.admit(KEY, 1_000)).ok).toBe(true);
+  });
+
+  it('admits exactly halfOpenProbes probes out of many concurrent admits, with an async store', async () => {
+    const { trip, clock, breaker } = setup({ halfOpenProbes: 3, minimumVolume: 5 }, asyncStore);
+    await trip();
+    await clock.advance(5_000);
+    const admissions = await Promise.all(
+      Array.from({ length: 50 }, () => breaker.admit(KEY, 1_000)),
+    );
+    expect(admissions.filter((a) => a.ok)).toHaveLength(3);
+  });
+
+  it.each(['success', 'neutral'] as const)(
+    'a probe %s closes and resets the window and break',
+    async (outcome) => {
+      const { trip, clock, breaker, changes, call } = setup();
+      await trip();
+      await clock.advance(5_000);
+      await call(outcome);
+      expect(changes.at(-1)).toEqual(['half-open', 'closed']);
+      for (let i = 0; i < 19; i++) await call('failure');
+      expect(changes.at(-1)).toEqual(['half-open', 'closed']);
+      await call('failure');
+      expect(await breaker.admit(KEY, 1_000)).toEqual({ ok: false, retryAfter: 5_000 });
+    },
+  );
+
+  it('a failed probe reopens with the break doubled, up to maxBreakDuration', async () => {
+    const { trip, clock, breaker, call } = setup();
+    await trip();
+    const breaks: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const closed = await breaker.admit(KEY, 1_000);
+      if (closed.ok) throw new Error('should be open');
+      breaks.push(closed.retryAfter);
+      await clock.advance(closed.retryAfter);
+      await call('failure');
+    }
+    expect(breaks).toEqual([5_000, 10_000, 20_000, 40_000, 60_000, 60_000]);
+  });
+
+  it('a cancelled probe frees its slot and leaves the circuit half-open', async () => {
+    const { trip, clock, breaker, changes, ticket } = setup();
+    await trip();
+    await clock.advance(5_000);
+    const first = await ticket();
+    await breaker.record(KEY, first, 'cancelled');
+    const second = await ticket();
+    expect(second.probe).not.toBe(first.probe);
+    expect(changes.at(-1)).toEqual(['open', 'half-open']);
+  });
+
+  it('a probe that never reports frees its slot when its lease expires; its late report is ignored', async () => {
+    const { trip, clock, breaker, changes, ticket } = setup();
+    await trip();
+    await clock.advance(5_000);
+    const lost = await ticket(1_000);
+    await clock.advance(1_000 + PROBE_LEASE_GRACE - 1);
+    expect((await breaker.admit(KEY, 1_000)).ok).toBe(false);
+    await clock.advance(1);
+    const next = await ticket(1_000);
+    await breaker.record(KEY, lost, 'failure');
+    expect(changes.at(-1)).toEqual(['open', 'half-open']);
+    await breaker.record(KEY, next, 'success');
+    expect(changes.at(-1)).toEqual(['half-open', 'closed']);
+  });
+
+  it('uses maxBreakDuration as the lease when the executor has no attempt timeout', async () => {
+    const { trip, clock, breaker, ticket } = setup();
+    await trip();
+    await clock.advance(5_000);
+    await ticket(Number.POSITIVE_INFINITY);
+    expect(await breaker.admit(KEY, 1_000)).toEqual({
+      ok: false,
+      retryAfter: 60_000 + PROBE_LEASE_GRACE,
+    });
+  });
+
+  it('a throwing listener breaks nothing', async () => {
+    const clock = fakeClock();
+    const resolved = resolveBreakerOptions({ minimumVolume: 1 });
+    if (!resolved) throw new Error('unreachable');
+    let calls = 0;
+    const breaker = new CircuitBreaker(resolved, memoryStore(), clock, () => {
+      calls++;
+      throw new Error('listener bug');
+    });
+    const a = await breaker.admit(KEY, 1_000);
+    if (!a.ok) throw new Error('unreachable');
+    await expect(breaker.record(KEY, a.ticket, 'failure')).resolves.toBeUndefined();
+    await clock.advance(5_000);
+    const probe = await breaker.admit(KEY, 1_000);
+    expect(probe.ok).toBe(true);
+    expect(calls).toBe(2);
+  });
+
+  it('keeps keys apart', async () => {
+    const { trip, breaker } = setup();
+    await trip();
+    expect((await breaker.admit(KEY, 1_000)).ok).toBe(false);
+    expect((await breaker.admit('https://other.example.com', 1_000)).ok).toBe(true);
+  });
+});
+
+describe('breaker store operations', () => {
+  const cfg = {
+    failureRatio: 0.5,
+    minimumVolume: 2,
+    window: 10_000,
+    breakDuration: 5_000,
+    maxBreakDuration: 60_000,
+    halfOpenProbes: 1,
+    consecutiveFailures: 0,
+  };
+
+  it('have stable names', () => {
+    expect([breakerAdmit.name, breakerRecord.name]).toEqual([
+      'staunch.breaker.admit',
+      'staunch.breaker.record',
+    ]);
+  });
+
+  it('are pure: the input state is not changed', () => {
+    const record = (state: Parameters<typeof breakerRecord.apply>[0], now: number) =>
+      breakerRecord.apply(state, { cfg, gen: 0, probe: null, outcome: 'failure' }, now);
+    const one = record(undefined, 1_000).state;
+    const frozen = JSON.stringify(one);
+    const two = record(one, 1_001);
+    expect(JSON.stringify(one)).toBe(frozen);
+    expect(two.result).toEqual({ change: ['closed', 'open'] });
+    expect(two.state).toMatchObject({ state: 'open', openUntil: 6_001, breakMs: 5_000 });
+    expect(two.ttl).toBe(5_000 + 60_000);
+  });
+
+  it('treat an unrecognisable state as a fresh closed circuit', () => {
+    const r = breakerAdmit.apply({ nonsense: true }, { cfg, leaseMs: 1_000 }, 0);
+    expect(r.result).toEqual({ ok: true, gen: 0, probe: null, change: null });
+  });
+});
+
+describe('CircuitBreaker properties', () => {
+  type Action =
+    | { t: 'admit'; lease: number }
+    | { t: 'report'; pick: number; outcome: 'success' | 'failure' | 'neutral' | 'cancelled' }
+    | { t: 'advance'; ms: number };
+  const action: fc.Arbitrary<Action> = fc.oneof(
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        t: fc.constant('admit' as const),
+        lease: fc.integer({ min: 1, max: 4_000 }),
+      }),
+    },
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        t: fc.constant('report' as const),
+        pick: fc.nat(),
+        outcome: fc.constantFrom('success', 'failure', 'failure', 'neutral', 'cancelled'),
+      }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        t: fc.constant('advance' as const),
+        ms: fc.integer({ min: 0, max: 7_000 }),
+      }),
+    },
+  );
+  const options = fc.record({
+    halfOpenProbes: fc.integer({ min: 1, max: 3 }),
+    minimumVolume: fc.integer({ min: 1, max: 12 }),
+    failureRatio: fc.double({ min: 0.05, max: 1, noNaN: true }),
+    window: fc.integer({ min: 100, max: 20_000 }),
+    breakDuration: fc.integer({ min: 1, max: 6_000 }),
+    consecutiveFailures: fc.option(fc.integer({ min: 1, max: 5 }), { nil: undefined }),
+  });
+
+  it('never has more live probes than halfOpenProbes, never trips below minimumVolume, fires each change once', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        options,
+        fc.array(action, { minLength: 20, maxLength: 150, size: 'max' }),
+        async (opts, actions) => {
+          const clock = fakeClock();
+          const resolved = resolveBreakerOptions(opts);
+          if (!resolved) throw new Error('unreachable');
+          const events: BreakerStateChange[] = [];
+          const store = memoryStore();
+          const breaker = new CircuitBreaker(resolved, store, clock, (e) => events.push(e));
+          type Held = { ticket: BreakerTicket; until: number; episode: number };
+          let held: Held[] = [];
+          let state: CircuitState = 'closed';
+          let episode = 0; // half-open episodes
+          let counted: Array<{ at: number; failed: boolean }> = [];
+          const absorb = () => {
+            for (const e of events.splice(0)) {
+              expect(e.from).toBe(state); // transitions chain: each fired once, none skipped
+              state = e.to;
+              if (e.to === 'half-open') episode++;
+              if (e.to === 'closed') counted = [];
+              if (e.from === 'closed' && e.to === 'open') {
+                const now = clock.now();
+                const inWindow = counted.filter((c) => c.at > now - resolved.window);
+                if (resolved.consecutiveFailures === undefined) {
+                  expect(inWindow.length).toBeGreaterThanOrEqual(resolved.minimumVolume);
+                } else {
+                  const tail = counted.slice(-resolved.consecutiveFailures);
+                  expect(tail).toHaveLength(resolved.consecutiveFailures);
+                  expect(tail.every((c) => c.failed)).toBe(true);
+                }
+              }
+            }
+          };
+          for (const a of actions) {
+            if (a.t === 'advance') {
+              await clock.advance(a.ms);
+            } else if (a.t === 'admit') {
+              const r = await breaker.admit(KEY, a.lease);
+              absorb();
+              if (r.ok) {
+                held.push({
+                  ticket: r.ticket,
+                  until: clock.now() + a.lease + PROBE_LEASE_GRACE,
+                  episode,
+                });
+                if (r.ticket.probe !== null) {
+                  expect(state).toBe('half-open');
+                  const now = clock.now();
+                  const live = held.filter(
+                    (h) => h.ticket.probe !== null && h.episode === episode && h.until > now,
+                  );
+                  expect(live.length).toBeLessThanOrEqual(resolved.halfOpenProbes);
+                } else {
+                  expect(state).toBe('closed');
+                }
+              } else {
+                expect(state).not.toBe('closed');
+                expect(r.retryAfter).toBeGreaterThan(0);
+              }
+            } else if (held.length > 0) {
+              const i = a.pick % held.length;
+              const h = held[i]!;
+              held = held.filter((_, j) => j !== i);
+              const countable = a.outcome === 'success' || a.outcome === 'failure';
+              // The op counts a closed-state report only in the generation it was
+              // admitted in; an idle key's state (window included) may have expired.
+              const stored = store.peek(`breaker:${KEY}`, clock.now()) as
+                | { gen: number }
+                | undefined;
+              if (stored === undefined) counted = [];
+              if (
+                h.ticket.probe === null &&
+                state === 'closed' &&
+                (stored?.gen ?? 0) === h.ticket.gen &&
+                countable
+              ) {
+                counted.push({ at: clock.now(), failed: a.outcome === 'failure' });
+              }
+              await breaker.record(KEY, h.ticket, a.outcome);
+              absorb();
+            }
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
