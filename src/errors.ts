@@ -49,7 +49,6 @@ export class StaunchError extends Error {
     Object.defineProperty(this, BRAND, { value: true });
   }
 
-
   static override [Symbol.hasInstance](value: unknown): boolean {
     if (!isStaunchError(value)) return false;
     return this.code === 'STAUNCH_ERROR' || value.code === this.code;
