@@ -2,6 +2,7 @@
  * Typed listeners: what staunch did, with method and a redacted URL, never a
  * header or a body. A throwing listener never breaks the request.
  */
+import type { CircuitState } from './policy/breaker-ops.js';
 import type { PacingSource } from './retry/server-delay.js';
 
 /** Fields every event carries. */
@@ -47,14 +48,22 @@ export interface RetryEvent extends RequestEvent {
  * - `retry-after`: the server asked for more than `retry.maxRetryAfter`;
  * - `not-replayable`: the outcome may have reached the server and the request
  *   is neither idempotent nor keyed;
- * - `body-not-replayable`: the request body was a stream already sent.
+ * - `body-not-replayable`: the request body was a stream already sent;
+ * - `budget`: the key's retry budget is spent;
+ * - `circuit-open`, `rate-limited`, `queue-full`, `queue-timeout`: a policy
+ *   refused the retry's attempt (the error thrown says which).
  */
 export type GiveUpReason =
   | 'attempts'
   | 'deadline'
   | 'retry-after'
   | 'not-replayable'
-  | 'body-not-replayable';
+  | 'body-not-replayable'
+  | 'budget'
+  | 'circuit-open'
+  | 'rate-limited'
+  | 'queue-full'
+  | 'queue-timeout';
 
 /** The logical request ends on a retryable failure that will not be retried. */
 export interface GiveUpEvent extends RequestEvent {
@@ -67,11 +76,20 @@ export interface GiveUpEvent extends RequestEvent {
   delay?: number;
 }
 
+/** A circuit changed state. */
+export interface BreakerStateChangeEvent {
+  /** The policy key (the origin by default). */
+  key: string;
+  from: CircuitState;
+  to: CircuitState;
+}
+
 /** Listeners, all optional. */
 export interface StaunchListeners {
   attempt?: (event: AttemptEvent) => void;
   retry?: (event: RetryEvent) => void;
   giveUp?: (event: GiveUpEvent) => void;
+  breakerStateChange?: (event: BreakerStateChangeEvent) => void;
 }
 
 /** Calls a listener, swallowing what it throws: observers never break requests. */

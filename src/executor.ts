@@ -5,18 +5,35 @@
  * send again, inside the deadline, and what to hand back.
  */
 import {
+  CircuitOpenError,
   DeadlineExceededError,
   type DeadlineScope,
   NetworkError,
+  QueueFullError,
+  QueueTimeoutError,
+  RateLimitedError,
   type StaunchErrorOptions,
 } from './errors.js';
-import { emit, type GiveUpReason, type RetryReason, type StaunchListeners } from './events.js';
+import {
+  emit,
+  type GiveUpReason,
+  type RetryEvent,
+  type RetryReason,
+  type StaunchListeners,
+} from './events.js';
 import { type Clock, noop, type Random, startTimer } from './internal/clock.js';
 import { redactUrl, scrubError } from './internal/redact.js';
 import { linkSignal } from './internal/signals.js';
 import type { ResolvedRetryOptions, ResolvedTimeoutOptions } from './options.js';
+import type { BreakerTicket } from './policy/breaker.js';
+import type { Policies } from './policy/policies.js';
 import { classifyError, classifyStatus, errorCode, type RetryScope } from './retry/classify.js';
-import { type HeaderSource, readServerPacing } from './retry/server-delay.js';
+import {
+  type HeaderSource,
+  readHeader,
+  readServerPacing,
+  type ServerPacing,
+} from './retry/server-delay.js';
 
 /** How an adapter sends one attempt and reads its response. */
 export interface Exchange<R> {
@@ -56,29 +73,53 @@ export interface ExecutorOptions {
   clock: Clock;
   random: Random;
   on: StaunchListeners;
+  /** Per-key policies; absent ones are off. */
+  policies?: Policies | undefined;
 }
 
 type Outcome<R> = { response: R; error?: undefined } | { response?: undefined; error: unknown };
+
+/** What the policies granted one attempt. */
+interface Gate {
+  release: () => void;
+  ticket: BreakerTicket | undefined;
+}
+
+const OPEN_GATE: Gate = { release: noop, ticket: undefined };
 
 /** Extra spread added to a server's hint so clients told the same second do not return together. */
 function hintSpread(hint: number, random: Random): number {
   return random() * Math.min(1000, Math.max(100, hint * 0.2));
 }
 
+/** How an attempt's outcome counts for the circuit breaker. */
+function breakerOutcome(status: number | undefined, error: unknown, callerAborted: boolean) {
+  if (status !== undefined)
+    return status >= 500 ? 'failure' : status >= 400 ? 'neutral' : 'success';
+  if (callerAborted) return 'cancelled';
+  // A request that ran out of its own total time says little about the upstream's health.
+  if (error instanceof DeadlineExceededError && error.timeout === 'total') return 'cancelled';
+  return 'failure';
+}
+
 export class Executor {
   readonly #clock: Clock;
   readonly #random: Random;
   readonly #on: StaunchListeners;
+  readonly #policies: Policies | undefined;
 
   constructor(options: ExecutorOptions) {
     this.#clock = options.clock;
     this.#random = options.random;
     this.#on = options.on;
+    const p = options.policies;
+    this.#policies = p && (p.breaker || p.budget || p.limiter || p.concurrency) ? p : undefined;
   }
 
   /** Runs `request` through `exchange` until it succeeds, gives up or runs out of time. */
   async run<R>(request: LogicalRequest, exchange: Exchange<R>): Promise<R> {
     const clock = this.#clock;
+    const policies = this.#policies;
     const { retry, timeout, signal } = request;
     signal?.throwIfAborted();
     const deadline = clock.now() + timeout.total;
@@ -87,15 +128,26 @@ export class Executor {
       redacted ??= redactUrl(request.url);
       return redacted;
     };
+    const key = policies === undefined ? '' : policies.key(request);
+    policies?.budget?.deposit(key).catch(noop);
     let previousDelay = 0;
+    let lastError: unknown;
 
     for (let attempt = 1; ; attempt++) {
+      const gate =
+        policies === undefined
+          ? OPEN_GATE
+          : await this.#admit(policies, key, request, attempt, deadline, url, lastError);
       const started = clock.now();
       const remaining = deadline - started;
-      if (remaining <= 0) throw this.#deadline(request, url(), 'total', attempt - 1);
+      if (remaining <= 0) {
+        gate.release();
+        throw this.#deadline(request, url(), 'total', attempt - 1);
+      }
       const scope: DeadlineScope = timeout.attempt < remaining ? 'attempt' : 'total';
       const limit = Math.min(timeout.attempt, remaining);
       const outcome = await this.#attempt(request, exchange, attempt, limit, scope, url);
+      gate.release();
       const done = clock.now();
 
       // Classify the outcome.
@@ -103,7 +155,7 @@ export class Executor {
       let reason: RetryReason;
       let status: number | undefined;
       let code: string | undefined;
-      let headers: HeaderSource | undefined;
+      let pacing: ServerPacing | undefined;
       if (outcome.response !== undefined) {
         status = exchange.status(outcome.response);
         emit(this.#on.attempt, {
@@ -113,15 +165,25 @@ export class Executor {
           status,
           duration: done - started,
         });
-        if (status < 400) {
-          return this.#handOver(exchange, outcome.response, signal);
+        const headers = exchange.headers(outcome.response);
+        if (
+          status >= 400 ||
+          (policies?.limiter && readHeader(headers, 'ratelimit') !== undefined)
+        ) {
+          pacing = readServerPacing(headers, done);
         }
-        headers = exchange.headers(outcome.response);
+        if (policies !== undefined)
+          this.#feedback(policies, key, gate, status, undefined, pacing, started);
+        if (status < 400) return this.#handOver(exchange, outcome.response, signal);
         verdict = classifyStatus(status, headers, retry.statuses);
         reason = 'status';
       } else {
         const error = outcome.error;
-        if (signal?.aborted) throw signal.reason;
+        const aborted = signal?.aborted === true;
+        if (policies !== undefined)
+          this.#feedback(policies, key, gate, undefined, error, undefined, started, aborted);
+        if (aborted) throw signal!.reason;
+        lastError = error;
         code = errorCode(error);
         emit(this.#on.attempt, {
           method: request.method,
@@ -165,8 +227,7 @@ export class Executor {
 
       // How long to wait: the server's hint wins over the backoff.
       let delay: number;
-      let delaySource: RetryEventSource = 'backoff';
-      const pacing = headers === undefined ? undefined : readServerPacing(headers, done);
+      let delaySource: RetryEvent['delaySource'] = 'backoff';
       if (pacing?.delay !== undefined) {
         if (pacing.delay > retry.maxRetryAfter) return finish('retry-after', pacing.delay);
         if (pacing.delay >= deadline - done) return finish('deadline', pacing.delay);
@@ -179,6 +240,13 @@ export class Executor {
         delay = Math.max(0, retry.backoff(attempt, previousDelay, this.#random));
         if (!Number.isFinite(delay)) delay = 0;
         if (delay >= deadline - done) return finish('deadline', delay);
+      }
+
+      // A retry after a 429 is pacing, bounded by the rate limiter when there is one;
+      // every other retry is a retry of a failure and spends the key's budget.
+      if (policies?.budget !== undefined && !(status === 429 && policies.limiter !== undefined)) {
+        const granted = await policies.budget.tryWithdraw(key).catch(() => true);
+        if (!granted) return finish('budget');
       }
 
       emit(this.#on.retry, {
@@ -199,6 +267,123 @@ export class Executor {
         await drained;
       } else {
         await wait;
+      }
+    }
+  }
+
+  /**
+   * The policies' gates before an attempt, in order: a concurrency slot, a
+   * rate-limit token, the breaker's admission. A refusal throws the policy's
+   * error; on a retry, the previous failure is its `cause`.
+   */
+  async #admit(
+    policies: Policies,
+    key: string,
+    request: LogicalRequest,
+    attempt: number,
+    deadline: number,
+    url: () => string,
+    lastError: unknown,
+  ): Promise<Gate> {
+    const { concurrency, limiter, breaker } = policies;
+    const signal = request.signal;
+    const context = (): StaunchErrorOptions => ({
+      method: request.method,
+      url: url(),
+      attempts: attempt - 1,
+      ...(lastError !== undefined && { cause: lastError }),
+    });
+    const refuse = (reason: GiveUpReason, error: Error): Error => {
+      if (attempt > 1) {
+        emit(this.#on.giveUp, {
+          method: request.method,
+          url: url(),
+          attempts: attempt - 1,
+          reason,
+        });
+      }
+      return error;
+    };
+    let release = noop;
+    try {
+      if (concurrency !== undefined) {
+        const slot = await concurrency.acquire(key, deadline - this.#clock.now(), signal);
+        if (!slot.ok) {
+          const full = slot.reason === 'full';
+          const what = full ? 'queue is full' : 'wait for a slot timed out';
+          const message = `${request.method} ${url()}: concurrency ${what} for ${key}`;
+          throw refuse(
+            full ? 'queue-full' : 'queue-timeout',
+            full
+              ? new QueueFullError(message, context())
+              : new QueueTimeoutError(message, context()),
+          );
+        }
+        release = slot.release;
+        signal?.throwIfAborted();
+      }
+      if (limiter !== undefined) {
+        const token = await limiter.acquire(key, deadline - this.#clock.now(), signal);
+        if (!token.ok) {
+          throw refuse(
+            'rate-limited',
+            new RateLimitedError(
+              `${request.method} ${url()}: rate limit for ${key} has no token within the deadline (next in ${Math.ceil(token.retryAfter)} ms)`,
+              token.retryAfter,
+              context(),
+            ),
+          );
+        }
+      }
+      let ticket: BreakerTicket | undefined;
+      if (breaker !== undefined) {
+        const lease = Math.min(request.timeout.attempt, deadline - this.#clock.now());
+        const admission = await breaker.admit(key, lease);
+        if (!admission.ok) {
+          throw refuse(
+            'circuit-open',
+            new CircuitOpenError(
+              `${request.method} ${url()}: circuit open for ${key} (next probe in ${Math.ceil(admission.retryAfter)} ms)`,
+              admission.retryAfter,
+              context(),
+            ),
+          );
+        }
+        ticket = admission.ticket;
+      }
+      return { release, ticket };
+    } catch (error) {
+      release();
+      throw error;
+    }
+  }
+
+  /** Tells the breaker and the rate limiter how an attempt went. Never blocks, never throws. */
+  #feedback(
+    policies: Policies,
+    key: string,
+    gate: Gate,
+    status: number | undefined,
+    error: unknown,
+    pacing: ServerPacing | undefined,
+    sentAt: number,
+    callerAborted = false,
+  ): void {
+    const { breaker, limiter } = policies;
+    if (breaker !== undefined && gate.ticket !== undefined) {
+      breaker.record(key, gate.ticket, breakerOutcome(status, error, callerAborted)).catch(noop);
+    }
+    if (limiter !== undefined && status !== undefined) {
+      try {
+        const hint = {
+          sentAt,
+          ...(pacing?.remaining !== undefined && { remaining: pacing.remaining }),
+          ...(status === 429 && pacing?.delay !== undefined && { retryAfter: pacing.delay }),
+        };
+        const pending = limiter.onResponse(key, status, hint);
+        if (pending !== undefined) pending.catch(noop);
+      } catch {
+        // The limiter learns on a best-effort basis.
       }
     }
   }
@@ -278,8 +463,6 @@ export class Executor {
     );
   }
 }
-
-type RetryEventSource = import('./events.js').RetryEvent['delaySource'];
 
 /** Responses in flight between an attempt and the decision about them, with their signal link. */
 const links = new WeakMap<object, () => void>();

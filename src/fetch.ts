@@ -4,7 +4,7 @@
  * `retry`, `timeout`, `idempotencyKey` on the init), same `Response`.
  */
 import { type AttemptBody, encodeFormData, prepareBody } from './body.js';
-import type { StaunchListeners } from './events.js';
+import { emit, type StaunchListeners } from './events.js';
 import { type Exchange, Executor, type LogicalRequest } from './executor.js';
 import { type Clock, noop, type Random, systemClock } from './internal/clock.js';
 import { collectSecrets } from './internal/redact.js';
@@ -22,12 +22,15 @@ import {
   resolveTimeoutOptions,
   type TimeoutOptions,
 } from './options.js';
+import { createPolicies, type PolicyOptions } from './policy/policies.js';
+import { memoryStore } from './store/memory.js';
+import type { StateStore } from './store/store.js';
 
 /** Any WHATWG fetch: Node's global, npm undici's, Deno's, Bun's, a browser's. */
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
 
 /** Options of `createFetch`. Durations are in ms. */
-export interface StaunchOptions {
+export interface StaunchOptions extends PolicyOptions {
   /** The transport. @default globalThis.fetch */
   fetch?: FetchLike;
   /** Retry policy; a number is the attempts, `false` is one attempt. */
@@ -59,8 +62,22 @@ export type StaunchFetch = (
   init?: StaunchRequestInit,
 ) => Promise<Response>;
 
-const OPTION_KEYS = ['fetch', 'retry', 'timeout', 'idempotency', 'on', 'clock', 'random'] as const;
-const LISTENER_KEYS = ['attempt', 'retry', 'giveUp'] as const;
+const OPTION_KEYS = [
+  'fetch',
+  'retry',
+  'timeout',
+  'idempotency',
+  'on',
+  'clock',
+  'random',
+  'breaker',
+  'budget',
+  'rateLimit',
+  'concurrency',
+  'store',
+  'key',
+] as const;
+const LISTENER_KEYS = ['attempt', 'retry', 'giveUp', 'breakerStateChange'] as const;
 
 /** Bytes of a failed response read so that its connection can be reused; past that it is cancelled. */
 const DRAIN_LIMIT = 64 * 1024;
@@ -92,7 +109,21 @@ export function createFetch(options: StaunchOptions = {}): StaunchFetch {
   const idempotency = resolveIdempotencyOptions(o.idempotency);
   const clock = checkClock(o.clock) ?? systemClock;
   const random = checkRandom(o.random) ?? Math.random;
-  const executor = new Executor({ clock, random, on: { ...on } });
+  const store = o.store ?? memoryStore();
+  if (typeof (store as Partial<StateStore>).run !== 'function') {
+    throw new TypeError(
+      `store must be a StateStore (memoryStore(), redisStore()), got ${describe(store)}`,
+    );
+  }
+  const listeners = { ...on };
+  const onStateChange = listeners.breakerStateChange;
+  const policies = createPolicies(
+    o,
+    store,
+    clock,
+    onStateChange && ((change) => emit(onStateChange, { ...change })),
+  );
+  const executor = new Executor({ clock, random, on: listeners, policies });
   const client: Client = { transport, retry, timeout, idempotency, executor, random };
 
   return (input, init) => send(client, input, init);

@@ -17,6 +17,7 @@ export {
 } from './errors.js';
 export type {
   AttemptEvent,
+  BreakerStateChangeEvent,
   GiveUpEvent,
   GiveUpReason,
   RequestEvent,
@@ -33,6 +34,41 @@ export { systemClock } from './internal/clock.js';
 export { redactUrl } from './internal/redact.js';
 export type { IdempotencyOptions, RetryOptions, TimeoutOptions } from './options.js';
 export { DEFAULT_METHODS, DEFAULT_STATUSES } from './options.js';
+export type {
+  BreakerAdmission,
+  BreakerOptions,
+  BreakerOutcome,
+  BreakerStateChange,
+  BreakerTicket,
+  CircuitState,
+  ResolvedBreakerOptions,
+} from './policy/breaker.js';
+export { breakerDefaults, CircuitBreaker, resolveBreakerOptions } from './policy/breaker.js';
+export { breakerAdmit, breakerRecord } from './policy/breaker-ops.js';
+export type { BudgetOptions, ResolvedBudgetOptions } from './policy/budget.js';
+export {
+  budgetDefaults,
+  budgetDeposit,
+  budgetWithdraw,
+  RetryBudget,
+  resolveBudgetOptions,
+} from './policy/budget.js';
+export type {
+  ConcurrencyDecision,
+  ConcurrencyOptions,
+  ResolvedConcurrencyOptions,
+} from './policy/concurrency.js';
+export { ConcurrencyLimiter, resolveConcurrencyOptions } from './policy/concurrency.js';
+export type { PolicyKey, PolicyOptions, PolicyRequest } from './policy/policies.js';
+export { originKey } from './policy/policies.js';
+export type {
+  RateLimitDecision,
+  RateLimitHint,
+  RateLimitOptions,
+  ResolvedRateLimitOptions,
+} from './policy/rate-limiter.js';
+export { RateLimiter, rateLimitDefaults, resolveRateLimitOptions } from './policy/rate-limiter.js';
+export { rateAcquire, rateFeedback, rateRefund } from './policy/rate-ops.js';
 export type { Backoff, ExponentialBackoffOptions, Jitter } from './retry/backoff.js';
 export { constantBackoff, exponentialBackoff } from './retry/backoff.js';
 export type { ErrorKind, RetryScope } from './retry/classify.js';
@@ -45,3 +81,6 @@ export {
   parseServerDelay,
   readServerPacing,
 } from './retry/server-delay.js';
+export type { MemoryStore } from './store/memory.js';
+export { memoryStore } from './store/memory.js';
+export type { Json, StateStore, StoreOperation, StoreUpdate } from './store/store.js';
