@@ -21,8 +21,10 @@ async function pacedOnce(headers: (now: number) => Record<string, string>, now: 
 
 function setup(options: Parameters<typeof client>[0] = {}) {
   const events = { retry: [] as RetryEvent[], giveUp: [] as GiveUpEvent[] };
+  // The rate limiter's own waits are tested in test/policy; here only the executor's delays.
   const c = client({
     random: () => 0,
+    rateLimit: false,
     ...options,
     on: { retry: (e) => events.retry.push(e), giveUp: (e) => events.giveUp.push(e) },
   });
