@@ -5,7 +5,7 @@
  * `{ rps, burst }` is a plain token bucket. Decisions are store operations
  * (./rate-ops.ts), so a fleet sharing a store shares one bucket per key.
  */
-import { type Clock, noop } from '../internal/clock.js';
+import { type Clock, noop, startTimer } from '../internal/clock.js';
 import type { Json, StateStore, StoreOperation } from '../store/store.js';
 import { type Meter, meterRate, meterRecord } from './rate-meter.js';
 import {
@@ -53,6 +53,8 @@ export const ADAPTIVE: Readonly<Omit<RateConfig, 'rps' | 'burst'>> = Object.free
   minRate: 0.5,
   /** The bucket holds a tenth of a second's worth of tokens (at least one). */
   burstSeconds: 0.1,
+  /** After a decrease, further 429s are ignored for a second (quota windows are commonly 1 s). */
+  holdoffMs: 1_000,
 });
 
 /**
@@ -106,11 +108,25 @@ export type RateLimitDecision =
 /** Store keys of the rate limiter are `rate:` + the origin key. */
 export const RATE_KEY_PREFIX = 'rate:';
 
+interface Waiter {
+  /** Clock time after which it gives up; Infinity for never. */
+  readonly deadline: number;
+  done: boolean;
+  resolve(decision: RateLimitDecision): void;
+  reject(reason: unknown): void;
+}
+
 interface Local {
   meter: Meter | undefined;
   active: boolean;
-  readonly waiters: Set<() => void>;
   lastUse: number;
+  /** Waiters of this process for this key, in arrival order. */
+  readonly queue: Waiter[];
+  pumping: boolean;
+  /** ms per token at the last known rate, to refuse at once a wait that cannot fit. */
+  interval: number;
+  /** Wakes the pump's sleep when a pause or a decrease voids its reservation. */
+  wake: (() => void) | undefined;
 }
 
 const OK: RateLimitDecision = Object.freeze({ ok: true });
@@ -144,10 +160,15 @@ export class RateLimiter {
   }
 
   /**
-   * Waits for `key`'s next token, in FIFO order. If it would not be due within
-   * `maxWait` ms, answers `ok: false` at once and reserves nothing. A `signal`
-   * abort rejects with `signal.reason` at once and gives the token back.
+   * Waits for `key`'s next token, in FIFO order. If it cannot be due within
+   * `maxWait` ms, answers `ok: false` (at once when the queue ahead already
+   * says so). A `signal` abort rejects with `signal.reason` at once.
    * Adaptive and not engaged for `key`: answers at once, no store call.
+   *
+   * Only the head of this process's queue holds a reservation in the store,
+   * so every token is taken at the rate in force when it is taken: a rate
+   * that grows back speeds up the whole queue, and a decrease or a pause
+   * slows it at once.
    */
   acquire(key: string, maxWait: number, signal?: AbortSignal): Promise<RateLimitDecision> {
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -156,7 +177,40 @@ export class RateLimiter {
       this.#sent(local);
       return Promise.resolve(OK);
     }
-    return this.#reserve(key, local, maxWait, signal);
+    const ahead = local.queue.length * local.interval;
+    if (ahead > maxWait) return Promise.resolve({ ok: false, retryAfter: Math.ceil(ahead) });
+    return new Promise<RateLimitDecision>((resolve, reject) => {
+      let cancelTimer = noop;
+      const finish = (): void => {
+        waiter.done = true;
+        cancelTimer();
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const waiter: Waiter = {
+        deadline: this.#clock.now() + maxWait,
+        done: false,
+        resolve: (decision) => {
+          finish();
+          resolve(decision);
+        },
+        reject: (reason) => {
+          finish();
+          reject(reason);
+        },
+      };
+      const onAbort = (): void => {
+        if (!waiter.done) waiter.reject(signal?.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      // The head's wait is bounded by its reservation; a waiter behind others needs a timer.
+      if (local.queue.length > 0 && Number.isFinite(maxWait)) {
+        cancelTimer = startTimer(this.#clock, maxWait, () => {
+          if (!waiter.done) waiter.resolve({ ok: false, retryAfter: local.interval });
+        });
+      }
+      local.queue.push(waiter);
+      if (!local.pumping) void this.#pump(key, local);
+    });
   }
 
   /**
@@ -189,120 +243,80 @@ export class RateLimiter {
     return this.#cfg.rps !== null || (this.#keys.get(key)?.active ?? false);
   }
 
-  async #reserve(
-    key: string,
-    local: Local,
-    maxWait: number,
-    signal?: AbortSignal,
-  ): Promise<RateLimitDecision> {
-    const start = this.#clock.now();
+  /**
+   * Serves `key`'s queue head by head: reserve the next token in the store,
+   * sleep until it is due (or until a pause/decrease voids it), grant it.
+   * The reservation belongs to the pump, so a head that leaves (abort,
+   * timeout) hands it to the next one instead of wasting it.
+   */
+  async #pump(key: string, local: Local): Promise<void> {
+    local.pumping = true;
     let held: number | null = null;
-    const reserve = (): Promise<[RateAcquireResult, number]> => {
-      const now = this.#clock.now();
-      const left = maxWait - (now - start);
-      const args: RateAcquireArgs = {
-        cfg: this.#cfg,
-        maxWait: Number.isFinite(left) ? Math.max(0, left) : null,
-        epoch: held,
-      };
-      const late = (r: RateAcquireResult): void => {
-        if (r.ok && r.engaged) this.#refund(key, r.epoch);
-      };
-      return this.#run(rateAcquire, key, args, signal, late).then((r) => [r, now]);
-    };
-    let next = reserve();
     try {
-      for (;;) {
-        const [r, asked] = await next;
-        if (!r.ok) return { ok: false, retryAfter: r.retryAfter };
-        if (!r.engaged) local.active = false;
-        if (r.wait <= 0) {
-          this.#sent(local);
-          return OK;
+      while (local.queue.length > 0) {
+        const head = local.queue[0]!;
+        if (head.done) {
+          local.queue.shift();
+          continue;
         }
-        held = r.epoch;
-        let woken: Promise<[RateAcquireResult, number]> | undefined;
-        // Woken by a pause or decrease of this key: the new reservation is made
-        // right then, in the order waiters queued, ahead of any newcomer.
-        const onWake = (): void => {
-          woken = reserve();
-          woken.catch(noop); // awaited below; this only keeps an abort in between from going unhandled
+        const now = this.#clock.now();
+        const left = head.deadline - now;
+        const args: RateAcquireArgs = {
+          cfg: this.#cfg,
+          maxWait: Number.isFinite(left) ? Math.max(0, left) : null,
+          epoch: held,
         };
-        await this.#sleep(local, asked + r.wait - this.#clock.now(), signal, onWake);
-        // Slept in full: confirm the reservation still stands (another process
-        // may have paused the key) and go.
-        next = woken ?? reserve();
+        let r: RateAcquireResult;
+        try {
+          r = await runOp(this.#store, RATE_KEY_PREFIX + key, rateAcquire, args, now, (x) => x);
+        } catch {
+          // The store failed: let the head go rather than block on it.
+          r = { ok: true, wait: 0, epoch: held ?? 0, engaged: true, rate: 0 };
+        }
+        if (!r.ok) {
+          if (!head.done) head.resolve({ ok: false, retryAfter: r.retryAfter });
+          continue;
+        }
+        if (r.rate > 0) local.interval = 1000 / r.rate;
+        if (!r.engaged) {
+          // The learned rate was forgotten: everyone goes, at no cost again.
+          local.active = false;
+          for (const w of local.queue.splice(0)) if (!w.done) this.#grant(local, w);
+          held = null;
+          break;
+        }
+        if (r.wait > 0) {
+          held = r.epoch;
+          await this.#sleep(local, r.wait);
+          continue;
+        }
+        held = null;
+        if (head.done) continue;
+        local.queue.shift();
+        this.#grant(local, head);
       }
-    } catch (error) {
+    } finally {
+      local.pumping = false;
+      local.wake = undefined;
       if (held !== null) this.#refund(key, held);
-      throw error;
     }
   }
 
-  /** Runs `op`; if `signal` aborts first, rejects at once and hands the late result to `onLate`. */
-  #run<A extends Json, R extends Json>(
-    op: StoreOperation<A, R>,
-    key: string,
-    args: A,
-    signal: AbortSignal | undefined,
-    onLate: (result: R) => void,
-  ): Promise<R> {
-    const pending = runOp(
-      this.#store,
-      RATE_KEY_PREFIX + key,
-      op,
-      args,
-      this.#clock.now(),
-      (r) => r,
-    );
-    if (signal === undefined) return pending;
-    return new Promise<R>((resolve, reject) => {
-      let aborted = false;
-      const onAbort = (): void => {
-        aborted = true;
-        reject(signal.reason);
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      pending.then(
-        (r) => {
-          signal.removeEventListener('abort', onAbort);
-          if (aborted) onLate(r);
-          else resolve(r);
-        },
-        (error: unknown) => {
-          signal.removeEventListener('abort', onAbort);
-          reject(error);
-        },
-      );
-    });
+  #grant(local: Local, waiter: Waiter): void {
+    this.#sent(local);
+    waiter.resolve(OK);
   }
 
-  /**
-   * Sleeps `ms`, or until a pause or decrease of this key voids the
-   * reservation: then `onWake` runs first, synchronously, in FIFO order.
-   */
-  async #sleep(
-    local: Local,
-    ms: number,
-    signal: AbortSignal | undefined,
-    onWake: () => void,
-  ): Promise<void> {
+  /** Sleeps `ms`, or until a pause or decrease of this key wakes the pump. */
+  async #sleep(local: Local, ms: number): Promise<void> {
     const controller = new AbortController();
-    const wake = (): void => {
-      if (controller.signal.aborted) return;
-      onWake();
-      controller.abort(WAKE);
-    };
-    const onAbort = (): void => controller.abort(signal?.reason);
-    local.waiters.add(wake);
-    signal?.addEventListener('abort', onAbort, { once: true });
+    local.wake = () => controller.abort(WAKE);
     try {
       await this.#clock.sleep(Math.max(0, ms), controller.signal);
-    } catch (error) {
-      if (error !== WAKE || signal?.aborted) throw signal?.aborted ? signal.reason : error;
+    } catch {
+      // Woken: the caller re-reserves at the new rate.
     } finally {
-      local.waiters.delete(wake);
-      signal?.removeEventListener('abort', onAbort);
+      local.wake = undefined;
     }
   }
 
@@ -334,7 +348,7 @@ export class RateLimiter {
     };
     return runOp(this.#store, RATE_KEY_PREFIX + key, rateFeedback, args, now, (r) => {
       if (this.#cfg.rps === null && !r.engaged) local.active = false;
-      if (r.reset) for (const wake of [...local.waiters]) wake();
+      if (r.reset) local.wake?.();
     });
   }
 
@@ -348,7 +362,15 @@ export class RateLimiter {
     let local = this.#keys.get(key);
     if (local === undefined) {
       if (++this.#calls >= 1024 && this.#calls >= this.#keys.size) this.#sweep();
-      local = { meter: undefined, active: false, waiters: new Set(), lastUse: this.#clock.now() };
+      local = {
+        meter: undefined,
+        active: false,
+        lastUse: this.#clock.now(),
+        queue: [],
+        pumping: false,
+        interval: 0,
+        wake: undefined,
+      };
       this.#keys.set(key, local);
     }
     return local;
@@ -358,7 +380,7 @@ export class RateLimiter {
   #sweep(): void {
     const before = this.#clock.now() - IDLE_MS;
     for (const [key, local] of this.#keys) {
-      if (!local.active && local.waiters.size === 0 && local.lastUse < before)
+      if (!local.active && local.queue.length === 0 && local.lastUse < before)
         this.#keys.delete(key);
     }
     this.#calls = 0;

@@ -23,6 +23,12 @@ export type RateConfig = {
   minRate: number;
   /** Adaptive: the bucket holds this many seconds' worth of tokens (at least 1). */
   burstSeconds: number;
+  /**
+   * Adaptive: after a decrease, 429s are not taken as news for this long (ms).
+   * A quota counted in fixed windows keeps refusing until its window ends,
+   * whatever the new rate: those refusals say nothing about it.
+   */
+  holdoffMs: number;
 };
 
 /** State JSON of one rate-limit key. */
@@ -47,7 +53,7 @@ export type RateState = {
 export type RateAcquireArgs = { cfg: RateConfig; maxWait: number | null; epoch: number | null };
 /** Result of {@link rateAcquire}. */
 export type RateAcquireResult =
-  | { ok: true; wait: number; epoch: number; engaged: boolean }
+  | { ok: true; wait: number; epoch: number; engaged: boolean; rate: number }
   | { ok: false; retryAfter: number };
 /** Arguments of {@link rateRefund}. */
 export type RateRefundArgs = { cfg: RateConfig; epoch: number };
@@ -134,10 +140,15 @@ export const rateAcquire: StoreOperation<RateAcquireArgs, RateAcquireResult> = O
   ): StoreUpdate<RateAcquireResult> {
     const stored = readState(json);
     if (cfg.rps === null && !engaged(stored, cfg)) {
-      return { state: undefined, ttl: 0, result: { ok: true, wait: 0, epoch: 0, engaged: false } };
+      return {
+        state: undefined,
+        ttl: 0,
+        result: { ok: true, wait: 0, epoch: 0, engaged: false, rate: 0 },
+      };
     }
     if (stored !== undefined && epoch !== null && stored.epoch === epoch) {
-      return write(stored, cfg, now, { ok: true, wait: 0, epoch, engaged: true });
+      const rate = rateOf(stored, cfg);
+      return write(stored, cfg, now, { ok: true, wait: 0, epoch, engaged: true, rate });
     }
     const s = settle(stored ?? fixedFresh(cfg, now), cfg, now);
     const tokens = s.tokens - 1;
@@ -155,6 +166,7 @@ export const rateAcquire: StoreOperation<RateAcquireArgs, RateAcquireResult> = O
       wait,
       epoch: s.epoch,
       engaged: true,
+      rate: rateOf(s, cfg),
     });
   },
 });
@@ -197,7 +209,8 @@ function decrease(s: RateState, cfg: RateConfig, base: number, now: number): Rat
  * no further than twice the measured send rate, and never lowered.
  * `throttle` (adaptive): engages the key at `beta × measured`, or if engaged
  * decreases from min(rate, measured) unless the throttled request was sent
- * before the last decrease (one decrease per round trip). `pauseUntil` (any
+ * before the last decrease (one decrease per round trip) or the last decrease
+ * is less than `holdoffMs` old (a windowed quota refuses until its window ends). `pauseUntil` (any
  * signal but success): no token before then.
  */
 export const rateFeedback: StoreOperation<RateFeedbackArgs, RateFeedbackResult> = Object.freeze({
@@ -231,7 +244,7 @@ export const rateFeedback: StoreOperation<RateFeedbackArgs, RateFeedbackResult> 
         };
         s = decrease(fresh, cfg, measured, now);
         reset = true;
-      } else if (sentAt === null || sentAt >= s.lastDecrease) {
+      } else if ((sentAt ?? now) >= s.lastDecrease && now >= s.lastDecrease + cfg.holdoffMs) {
         const fleet = Math.max(meterRate(s.meter ?? undefined, now), measured);
         s = decrease(s, cfg, Math.min(s.rate, fleet), now);
         reset = true;

@@ -112,7 +112,8 @@ describe('RateLimiter, fixed', () => {
       ['d', 300],
       ['e', 400],
     ]);
-    expect(s.clock.sleeps).toEqual([100, 200, 300, 400]);
+    // One reservation at a time: each token is taken at the rate in force.
+    expect(s.clock.sleeps.filter((ms) => ms < 60_000)).toEqual([100, 100, 100, 100]);
   });
 
   it('lets a burst through at once after a quiet spell', async () => {
@@ -144,11 +145,11 @@ describe('RateLimiter, fixed', () => {
     controller.abort(reason);
     await expect(b).rejects.toBe(reason);
     await flush();
-    void s.track('d'); // takes b's refunded token: due with c, not after it
+    void s.track('d'); // c moves up into b's place; d comes one interval after c
     await s.run(1_000);
     expect(s.log.map((l) => [l.name, l.at])).toEqual([
       ['a', 0],
-      ['c', 200],
+      ['c', 100],
       ['d', 200],
     ]);
   });
@@ -204,7 +205,7 @@ describe('RateLimiter, fixed', () => {
     await Promise.all(all);
     stop();
     expect(order).toEqual([0, 1, 2]);
-    expect(clock.sleeps).toEqual([100, 200]);
+    expect(clock.sleeps.filter((ms) => ms < 10_000)).toEqual([100, 100]);
   });
 });
 
@@ -273,7 +274,11 @@ describe('RateLimiter, adaptive', () => {
     const after = s.state()?.rate;
     await s.limiter.onResponse(KEY, 429, { sentAt: sentEarly });
     expect(s.state()?.rate).toBe(after);
+    // Nor does a 429 within the hold-off after a decrease (a windowed quota still refusing).
     await s.clock.advance(50);
+    await s.limiter.onResponse(KEY, 429, { sentAt: s.clock.now() - 5 });
+    expect(s.state()?.rate).toBe(after);
+    await s.clock.advance(ADAPTIVE.holdoffMs);
     await s.limiter.onResponse(KEY, 429, { sentAt: s.clock.now() - 5 });
     expect(s.state()?.rate).toBeLessThan(after ?? 0);
   });
@@ -362,7 +367,7 @@ describe('rate store operations', () => {
 
   it('acquire on a fresh fixed key takes from a full bucket', () => {
     const r = rateAcquire.apply(undefined, { cfg, maxWait: null, epoch: null }, 1_000);
-    expect(r.result).toEqual({ ok: true, wait: 0, epoch: 0, engaged: true });
+    expect(r.result).toEqual({ ok: true, wait: 0, epoch: 0, engaged: true, rate: 10 });
     expect(r.state).toEqual({
       tokens: 1,
       at: 1_000,
@@ -378,7 +383,7 @@ describe('rate store operations', () => {
   it('acquire honours a reservation of the current epoch without taking another token', () => {
     const state = { tokens: -3, at: 0, epoch: 4, rate: 0, wMax: 0, lastDecrease: 0, meter: null };
     const r = rateAcquire.apply(state, { cfg, maxWait: 0, epoch: 4 }, 0);
-    expect(r.result).toEqual({ ok: true, wait: 0, epoch: 4, engaged: true });
+    expect(r.result).toEqual({ ok: true, wait: 0, epoch: 4, engaged: true, rate: 10 });
     expect(r.state).toBe(state);
   });
 
@@ -391,7 +396,7 @@ describe('rate store operations', () => {
     expect(r).toEqual({
       state: undefined,
       ttl: 0,
-      result: { ok: true, wait: 0, epoch: 0, engaged: false },
+      result: { ok: true, wait: 0, epoch: 0, engaged: false, rate: 0 },
     });
   });
 });
