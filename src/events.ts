@@ -13,6 +13,12 @@ export interface RequestEvent {
   url: string;
 }
 
+/** An attempt is about to be sent (the policies admitted it). */
+export interface AttemptStartEvent extends RequestEvent {
+  /** 1 for the first attempt. */
+  attempt: number;
+}
+
 /** One attempt settled. */
 export interface AttemptEvent extends RequestEvent {
   /** 1 for the first attempt. */
@@ -51,7 +57,8 @@ export interface RetryEvent extends RequestEvent {
  * - `body-not-replayable`: the request body was a stream already sent;
  * - `budget`: the key's retry budget is spent;
  * - `circuit-open`, `rate-limited`, `queue-full`, `queue-timeout`: a policy
- *   refused the retry's attempt (the error thrown says which).
+ *   refused an attempt, the first one included (`attempts` counts those
+ *   sent; the error thrown says which).
  */
 export type GiveUpReason =
   | 'attempts'
@@ -84,12 +91,23 @@ export interface BreakerStateChangeEvent {
   to: CircuitState;
 }
 
+/** The state store changed health (a shared store that became unreachable, or came back). */
+export interface StoreStatusEvent {
+  /** What failed, when degraded (already redacted by the store). */
+  error?: string;
+}
+
 /** Listeners, all optional. */
 export interface StaunchListeners {
+  attemptStart?: (event: AttemptStartEvent) => void;
   attempt?: (event: AttemptEvent) => void;
   retry?: (event: RetryEvent) => void;
   giveUp?: (event: GiveUpEvent) => void;
   breakerStateChange?: (event: BreakerStateChangeEvent) => void;
+  /** The store fell back to local state (said once per episode). */
+  storeDegraded?: (event: StoreStatusEvent) => void;
+  /** The store is shared again. */
+  storeRecovered?: (event: StoreStatusEvent) => void;
 }
 
 /** Calls a listener, swallowing what it throws: observers never break requests. */

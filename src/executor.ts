@@ -146,6 +146,9 @@ export class Executor {
       }
       const scope: DeadlineScope = timeout.attempt < remaining ? 'attempt' : 'total';
       const limit = Math.min(timeout.attempt, remaining);
+      if (this.#on.attemptStart !== undefined) {
+        emit(this.#on.attemptStart, { method: request.method, url: url(), attempt });
+      }
       const outcome = await this.#attempt(request, exchange, attempt, limit, scope, url);
       gate.release();
       const done = clock.now();
@@ -294,14 +297,7 @@ export class Executor {
       ...(lastError !== undefined && { cause: lastError }),
     });
     const refuse = (reason: GiveUpReason, error: Error): Error => {
-      if (attempt > 1) {
-        emit(this.#on.giveUp, {
-          method: request.method,
-          url: url(),
-          attempts: attempt - 1,
-          reason,
-        });
-      }
+      emit(this.#on.giveUp, { method: request.method, url: url(), attempts: attempt - 1, reason });
       return error;
     };
     let release = noop;

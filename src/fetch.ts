@@ -77,7 +77,15 @@ const OPTION_KEYS = [
   'store',
   'key',
 ] as const;
-const LISTENER_KEYS = ['attempt', 'retry', 'giveUp', 'breakerStateChange'] as const;
+const LISTENER_KEYS = [
+  'attemptStart',
+  'attempt',
+  'retry',
+  'giveUp',
+  'breakerStateChange',
+  'storeDegraded',
+  'storeRecovered',
+] as const;
 
 /** Bytes of a failed response read so that its connection can be reused; past that it is cancelled. */
 const DRAIN_LIMIT = 64 * 1024;
@@ -123,6 +131,17 @@ export function createFetch(options: StaunchOptions = {}): StaunchFetch {
     clock,
     onStateChange && ((change) => emit(onStateChange, { ...change })),
   );
+  if (typeof store.onStatus === 'function') {
+    const { storeDegraded, storeRecovered } = listeners;
+    if (storeDegraded !== undefined || storeRecovered !== undefined) {
+      store.onStatus(({ status, error }) =>
+        emit(
+          status === 'degraded' ? storeDegraded : storeRecovered,
+          error === undefined ? {} : { error },
+        ),
+      );
+    }
+  }
   const executor = new Executor({ clock, random, on: listeners, policies });
   const client: Client = { transport, retry, timeout, idempotency, executor, random };
 

@@ -17,6 +17,7 @@ export {
 } from './errors.js';
 export type {
   AttemptEvent,
+  AttemptStartEvent,
   BreakerStateChangeEvent,
   GiveUpEvent,
   GiveUpReason,
@@ -24,6 +25,7 @@ export type {
   RetryEvent,
   RetryReason,
   StaunchListeners,
+  StoreStatusEvent,
 } from './events.js';
 export type { Exchange, ExecutorOptions, LogicalRequest } from './executor.js';
 export { Executor } from './executor.js';
@@ -83,4 +85,4 @@ export {
 } from './retry/server-delay.js';
 export type { MemoryStore } from './store/memory.js';
 export { memoryStore } from './store/memory.js';
-export type { Json, StateStore, StoreOperation, StoreUpdate } from './store/store.js';
+export type { Json, StateStore, StoreOperation, StoreStatus, StoreUpdate } from './store/store.js';

@@ -44,4 +44,17 @@ export interface StateStore {
     args: A,
     now: number,
   ): R | Promise<R>;
+  /**
+   * Optional: a shared store that can lose its backend reports it here
+   * (`degraded` once when it falls back to local state, `recovered` when it
+   * is shared again). Returns an unsubscribe function.
+   */
+  onStatus?(listener: (status: StoreStatus) => void): () => void;
+}
+
+/** A shared store's health change. */
+export interface StoreStatus {
+  status: 'degraded' | 'recovered';
+  /** What failed, when degraded; must carry no secret. */
+  error?: string;
 }
