@@ -3,6 +3,7 @@
  * header or a body. A throwing listener never breaks the request.
  */
 import type { CircuitState } from './policy/breaker-ops.js';
+import type { ReplayRequest } from './replay.js';
 import type { PacingSource } from './retry/server-delay.js';
 
 /** Fields every event carries. */
@@ -81,6 +82,12 @@ export interface GiveUpEvent extends RequestEvent {
   code?: string;
   /** For `retry-after` and `deadline`: the delay that was refused, in ms. */
   delay?: number;
+  /**
+   * For a replayable request (idempotent method or idempotency key) whose body
+   * can be kept: what it takes to send it again later. Non-enumerable, secret
+   * headers left out. See `examples/deferred-replay`.
+   */
+  readonly replay?: ReplayRequest;
 }
 
 /** A circuit changed state. */

@@ -16,6 +16,7 @@ import {
 } from './errors.js';
 import {
   emit,
+  type GiveUpEvent,
   type GiveUpReason,
   type RetryEvent,
   type RetryReason,
@@ -27,6 +28,7 @@ import { linkSignal } from './internal/signals.js';
 import type { ResolvedRetryOptions, ResolvedTimeoutOptions } from './options.js';
 import type { BreakerTicket } from './policy/breaker.js';
 import type { Policies } from './policy/policies.js';
+import type { ReplayRequest } from './replay.js';
 import { classifyError, classifyStatus, errorCode, type RetryScope } from './retry/classify.js';
 import {
   type HeaderSource,
@@ -67,6 +69,8 @@ export interface LogicalRequest {
   timeout: ResolvedTimeoutOptions;
   /** The request's secret values, computed only when an error needs scrubbing. */
   secrets(): readonly string[];
+  /** How to send it again later, for `giveUp` events (replayable requests only). */
+  replay?: (() => ReplayRequest | undefined) | undefined;
 }
 
 export interface ExecutorOptions {
@@ -142,7 +146,7 @@ export class Executor {
       const remaining = deadline - started;
       if (remaining <= 0) {
         gate.release();
-        throw this.#deadline(request, url(), 'total', attempt - 1);
+        throw this.#giveUpOnDeadline(request, url(), attempt - 1);
       }
       const scope: DeadlineScope = timeout.attempt < remaining ? 'attempt' : 'total';
       const limit = Math.min(timeout.attempt, remaining);
@@ -196,7 +200,8 @@ export class Executor {
           duration: done - started,
         });
         if (error instanceof DeadlineExceededError) {
-          if (error.timeout === 'total') throw error;
+          if (error.timeout === 'total')
+            throw this.#giveUpOnDeadline(request, url(), attempt, error);
           verdict = 'replayable';
           reason = 'timeout';
         } else {
@@ -208,7 +213,7 @@ export class Executor {
 
       const finish = (why: GiveUpReason | undefined, delay?: number): R => {
         if (why !== undefined) {
-          emit(this.#on.giveUp, {
+          this.#giveUp(request, {
             method: request.method,
             url: url(),
             attempts: attempt,
@@ -297,7 +302,7 @@ export class Executor {
       ...(lastError !== undefined && { cause: lastError }),
     });
     const refuse = (reason: GiveUpReason, error: Error): Error => {
-      emit(this.#on.giveUp, { method: request.method, url: url(), attempts: attempt - 1, reason });
+      this.#giveUp(request, { method: request.method, url: url(), attempts: attempt - 1, reason });
       return error;
     };
     let release = noop;
@@ -415,6 +420,30 @@ export class Executor {
     } finally {
       cancelTimer();
     }
+  }
+
+  /**
+   * Emits `giveUp`; a replayable request's event also carries `replay`
+   * (non-enumerable, so logs that print the event do not copy the body).
+   */
+  #giveUp(request: LogicalRequest, event: GiveUpEvent): void {
+    const listener = this.#on.giveUp;
+    if (listener === undefined) return;
+    if (request.replayable && request.replay !== undefined) {
+      const replay = request.replay();
+      if (replay !== undefined) Object.defineProperty(event, 'replay', { value: replay });
+    }
+    emit(listener, event);
+  }
+
+  #giveUpOnDeadline(
+    request: LogicalRequest,
+    url: string,
+    attempts: number,
+    error: DeadlineExceededError = this.#deadline(request, url, 'total', attempts),
+  ): DeadlineExceededError {
+    this.#giveUp(request, { method: request.method, url, attempts, reason: 'deadline' });
+    return error;
   }
 
   #handOver<R>(exchange: Exchange<R>, response: R, signal: AbortSignal | undefined): R {

@@ -23,6 +23,7 @@ import {
   type TimeoutOptions,
 } from './options.js';
 import { createPolicies, type PolicyOptions } from './policy/policies.js';
+import { describeReplay } from './replay.js';
 import { memoryStore } from './store/memory.js';
 import type { StateStore } from './store/store.js';
 
@@ -207,9 +208,11 @@ async function send(
 
   const retries = retry.attempts > 1;
   let body: AttemptBody | undefined = prepareBody(base.body, retries);
+  let replayBody: unknown;
   if (body === undefined) {
     const encoded = await encodeFormData(base.body as FormData);
     body = encoded.body;
+    replayBody = encoded.body.next();
     if (encoded.contentType !== undefined && !hasHeader(base.headers, 'content-type')) {
       base.headers = withHeader(base.headers, 'content-type', encoded.contentType);
     }
@@ -224,6 +227,8 @@ async function send(
     retry,
     timeout,
     secrets: () => collectSecrets(url, headerPairs(base.headers)),
+    replay: () =>
+      describeReplay(method, url, headerPairs(base.headers), replayBody ?? base.body, header),
   };
   const { transport } = client;
   const attemptBody = body;

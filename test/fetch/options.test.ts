@@ -2,7 +2,12 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
-import { type AttemptEvent, createFetch, exponentialBackoff } from '../../src/index.js';
+import {
+  type AttemptEvent,
+  createFetch,
+  exponentialBackoff,
+  type GiveUpEvent,
+} from '../../src/index.js';
 import { client } from '../helpers/harness.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
 
@@ -124,4 +129,63 @@ test('the core entry imports no node: module and no package', () => {
     const text = readFileSync(file, 'utf8');
     expect(text, file).not.toMatch(/from ['"]node:|require\(|from ['"](?!\.)/);
   }
+});
+
+describe('giveUp carries what a deferred replay needs', () => {
+  let server: TestServer;
+  let stop = () => {};
+  afterEach(async () => {
+    stop();
+    await server?.close();
+  });
+
+  test('a keyed POST: method, URL, body, key; no secret header; not printed with the event', async () => {
+    server = await httpServer((_req, res) => {
+      res.statusCode = 503;
+      res.end();
+    });
+    const events: GiveUpEvent[] = [];
+    const c = client({ on: { giveUp: (e) => events.push(e) } });
+    stop = c.stop;
+    await c.fetch(`${server.url}/orders`, {
+      method: 'POST',
+      body: '{"sku":42}',
+      headers: { authorization: 'Bearer SENTINEL-replay', 'content-type': 'application/json' },
+      idempotencyKey: 'order-42',
+    });
+    expect(events).toHaveLength(1);
+    const { replay } = events[0]!;
+    expect(replay).toEqual({
+      method: 'POST',
+      url: `${server.url}/orders`,
+      headers: [
+        ['content-type', 'application/json'],
+        ['idempotency-key', 'order-42'],
+      ],
+      body: '{"sku":42}',
+      bodyEncoding: 'utf8',
+      idempotencyKey: 'order-42',
+    });
+    expect(JSON.stringify(events[0])).not.toContain('replay');
+    expect(JSON.stringify(replay)).not.toContain('SENTINEL');
+  });
+
+  test('bytes travel as base64; a non-replayable POST carries none; so does a deadline give-up', async () => {
+    server = await httpServer((_req, res) => {
+      res.statusCode = 500;
+      res.end();
+    });
+    const events: GiveUpEvent[] = [];
+    const c = client({ on: { giveUp: (e) => events.push(e) } });
+    stop = c.stop;
+    await c.fetch(server.url, { method: 'PUT', body: new Uint8Array([1, 2, 255]) });
+    await c.fetch(server.url, { method: 'POST', body: 'x' });
+    expect(events[0]!.replay).toMatchObject({ body: 'AQL/', bodyEncoding: 'base64' });
+    expect(events[1]).toMatchObject({ reason: 'not-replayable' });
+    expect(events[1]!.replay).toBeUndefined();
+    // 100 ms of total time cannot hold the 125 ms backoff: given up on the deadline.
+    expect((await c.fetch(server.url, { timeout: { total: 100 } })).status).toBe(500);
+    expect(events.at(-1)).toMatchObject({ reason: 'deadline' });
+    expect(events.at(-1)!.replay).toMatchObject({ method: 'GET' });
+  });
 });

@@ -260,7 +260,11 @@ describe('concurrency', () => {
     expect(await Promise.all(results.slice(0, 2))).toEqual(['200', '200']);
     expect(peak).toBe(2);
     // A slot freed is handed to the next waiter.
-    const next = [outcome(fetch(server.url)), outcome(fetch(server.url)), outcome(fetch(server.url))];
+    const next = [
+      outcome(fetch(server.url)),
+      outcome(fetch(server.url)),
+      outcome(fetch(server.url)),
+    ];
     await until(() => held.length === 2);
     held.shift()!();
     await until(() => held.length === 2);
