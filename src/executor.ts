@@ -29,7 +29,13 @@ import type { ResolvedRetryOptions, ResolvedTimeoutOptions } from './options.js'
 import type { BreakerTicket } from './policy/breaker.js';
 import type { Policies } from './policy/policies.js';
 import type { ReplayRequest } from './replay.js';
-import { classifyError, classifyStatus, errorCode, type RetryScope } from './retry/classify.js';
+import {
+  classifyError,
+  classifyStatus,
+  errorCode,
+  isStaleConnection,
+  type RetryScope,
+} from './retry/classify.js';
 import {
   type HeaderSource,
   readHeader,
@@ -81,7 +87,7 @@ export interface ExecutorOptions {
   policies?: Policies | undefined;
 }
 
-type Outcome<R> = { response: R; error?: undefined } | { response?: undefined; error: unknown };
+type Outcome<R> = { ok: true; response: R; unlink: () => void } | { ok: false; error: unknown };
 
 /** What the policies granted one attempt. */
 interface Gate {
@@ -163,15 +169,17 @@ export class Executor {
       let status: number | undefined;
       let code: string | undefined;
       let pacing: ServerPacing | undefined;
-      if (outcome.response !== undefined) {
+      if (outcome.ok) {
         status = exchange.status(outcome.response);
-        emit(this.#on.attempt, {
-          method: request.method,
-          url: url(),
-          attempt,
-          status,
-          duration: done - started,
-        });
+        if (this.#on.attempt !== undefined) {
+          emit(this.#on.attempt, {
+            method: request.method,
+            url: url(),
+            attempt,
+            status,
+            duration: done - started,
+          });
+        }
         const headers = exchange.headers(outcome.response);
         if (
           status >= 400 ||
@@ -181,24 +189,27 @@ export class Executor {
         }
         if (policies !== undefined)
           this.#feedback(policies, key, gate, status, undefined, pacing, started);
-        if (status < 400) return this.#handOver(exchange, outcome.response, signal);
+        if (status < 400) return this.#handOver(exchange, outcome.response, outcome.unlink, signal);
         verdict = classifyStatus(status, headers, retry.statuses);
         reason = 'status';
       } else {
         const error = outcome.error;
         const aborted = signal?.aborted === true;
+        stale = !aborted && isStaleConnection(error);
         if (policies !== undefined)
-          this.#feedback(policies, key, gate, undefined, error, undefined, started, aborted);
+          this.#feedback(policies, key, gate, undefined, error, undefined, started, aborted || stale);
         if (aborted) throw signal!.reason;
         lastError = error;
         code = errorCode(error);
-        emit(this.#on.attempt, {
-          method: request.method,
-          url: url(),
-          attempt,
-          ...(code !== undefined && { code }),
-          duration: done - started,
-        });
+        if (this.#on.attempt !== undefined) {
+          emit(this.#on.attempt, {
+            method: request.method,
+            url: url(),
+            attempt,
+            ...(code !== undefined && { code }),
+            duration: done - started,
+          });
+        }
         if (error instanceof DeadlineExceededError) {
           if (error.timeout === 'total')
             throw this.#giveUpOnDeadline(request, url(), attempt, error);
@@ -223,8 +234,7 @@ export class Executor {
             ...(delay !== undefined && { delay }),
           });
         }
-        if (outcome.response !== undefined)
-          return this.#handOver(exchange, outcome.response, signal);
+        if (outcome.ok) return this.#handOver(exchange, outcome.response, outcome.unlink, signal);
         throw this.#failure(request, url(), outcome.error, attempt);
       };
 
@@ -244,6 +254,8 @@ export class Executor {
           pacing.delay + hintSpread(pacing.delay, this.#random),
           deadline - done - 1,
         );
+      } else if (stale && reason === 'maybe-sent') {
+        delay = 0;
       } else {
         delay = Math.max(0, retry.backoff(attempt, previousDelay, this.#random));
         if (!Number.isFinite(delay)) delay = 0;
@@ -252,7 +264,11 @@ export class Executor {
 
       // A retry after a 429 is pacing, bounded by the rate limiter when there is one;
       // every other retry is a retry of a failure and spends the key's budget.
-      if (policies?.budget !== undefined && !(status === 429 && policies.limiter !== undefined)) {
+      if (
+        policies?.budget !== undefined &&
+        !stale &&
+        !(status === 429 && policies.limiter !== undefined)
+      ) {
         const granted = await policies.budget.tryWithdraw(key).catch(() => true);
         if (!granted) return finish('budget');
       }
@@ -267,9 +283,10 @@ export class Executor {
         ...(status !== undefined && { status }),
         ...(code !== undefined && { code }),
       });
-      previousDelay = delay;
+      if (!stale) previousDelay = delay;
       const wait = clock.sleep(delay, signal);
-      if (outcome.response !== undefined) {
+      if (outcome.ok) {
+        outcome.unlink();
         const drained = exchange.discard(outcome.response, wait).catch(noop);
         await wait;
         await drained;
@@ -389,8 +406,14 @@ export class Executor {
     }
   }
 
-  /** One attempt, raced against its deadline and the caller's signal. */
-  async #attempt<R>(
+  /**
+   * One attempt, raced against its deadline and the caller's signal: the
+   * promise settles as soon as either aborts, even if the transport ignores
+   * its signal. Every abort goes through `abort` below, so the race needs no
+   * listener on the signal. A response that arrives after the abort is
+   * released.
+   */
+  #attempt<R>(
     request: LogicalRequest,
     exchange: Exchange<R>,
     attempt: number,
@@ -398,28 +421,57 @@ export class Executor {
     scope: DeadlineScope,
     url: () => string,
   ): Promise<Outcome<R>> {
-    const controller = new AbortController();
-    const caller = request.signal;
-    const unlink = caller === undefined ? noop : linkSignal(caller, controller);
-    const cancelTimer = Number.isFinite(limit)
-      ? startTimer(this.#clock, limit, () =>
-          controller.abort(this.#deadline(request, url(), scope, attempt, limit)),
-        )
-      : noop;
-    try {
-      const response = await raceAbort(
-        exchange.send(controller.signal, attempt),
-        controller.signal,
-        (late) => void exchange.discard(late, Promise.resolve()).catch(noop),
+    return new Promise<Outcome<R>>((resolve) => {
+      const controller = new AbortController();
+      // `finish` is dropped once the attempt settles: the caller's signal may
+      // stay linked to `abort` while the body is read, and must not keep the
+      // outcome (and so the response) reachable through it.
+      let finish: ((outcome: Outcome<R>) => void) | undefined = resolve;
+      let cancelTimer = noop;
+      let unlink = noop;
+      const settle = (outcome: Outcome<R>): boolean => {
+        const f = finish;
+        if (f === undefined) return false;
+        finish = undefined;
+        cancelTimer();
+        f(outcome);
+        return true;
+      };
+      // After a response was handed back, the caller's abort still reaches the
+      // controller (it cancels the body); it no longer settles anything.
+      const abort = (reason: unknown): void => {
+        controller.abort(reason);
+        if (finish !== undefined) {
+          unlink();
+          settle({ ok: false, error: reason });
+        }
+      };
+      const caller = request.signal;
+      if (caller !== undefined) unlink = linkSignal(caller, abort);
+      if (Number.isFinite(limit)) {
+        cancelTimer = startTimer(this.#clock, limit, () =>
+          abort(this.#deadline(request, url(), scope, attempt, limit)),
+        );
+      }
+      let sent: Promise<R>;
+      try {
+        sent = exchange.send(controller.signal, attempt);
+      } catch (error) {
+        sent = Promise.reject(error);
+      }
+      sent.then(
+        (response) => {
+          if (!settle({ ok: true, response, unlink })) {
+            void exchange.discard(response, Promise.resolve()).catch(noop);
+          }
+        },
+        (error: unknown) => {
+          if (finish === undefined) return;
+          unlink();
+          settle({ ok: false, error });
+        },
       );
-      links.set(response as object, unlink);
-      return { response };
-    } catch (error) {
-      unlink();
-      return { error: controller.signal.aborted ? controller.signal.reason : error };
-    } finally {
-      cancelTimer();
-    }
+    });
   }
 
   /**
@@ -446,9 +498,12 @@ export class Executor {
     return error;
   }
 
-  #handOver<R>(exchange: Exchange<R>, response: R, signal: AbortSignal | undefined): R {
-    const unlink = links.get(response as object) ?? noop;
-    links.delete(response as object);
+  #handOver<R>(
+    exchange: Exchange<R>,
+    response: R,
+    unlink: () => void,
+    signal: AbortSignal | undefined,
+  ): R {
     if (signal !== undefined) {
       if (exchange.handOver) exchange.handOver(response, unlink);
       else unlink();
@@ -487,34 +542,4 @@ export class Executor {
       context,
     );
   }
-}
-
-/** Responses in flight between an attempt and the decision about them, with their signal link. */
-const links = new WeakMap<object, () => void>();
-
-/**
- * Settles with `promise`, or rejects with `signal.reason` as soon as `signal`
- * aborts, even if the transport ignores the signal. A value that arrives after
- * the abort goes to `onLate` so its connection can be released.
- */
-function raceAbort<T>(
-  promise: Promise<T>,
-  signal: AbortSignal,
-  onLate: (value: T) => void,
-): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        if (signal.aborted) onLate(value);
-        else resolve(value);
-      },
-      (error) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }

@@ -9,23 +9,23 @@
  */
 
 interface Group {
-  readonly children: Set<AbortController>;
+  readonly children: Set<(reason: unknown) => void>;
   readonly onAbort: () => void;
 }
 
 const groups = new WeakMap<AbortSignal, Group>();
 
 /**
- * Aborts `child` with `parent.reason` when `parent` aborts. Returns the
- * function that undoes the link (idempotent). `parent` must not be aborted yet.
+ * Calls `child(parent.reason)` when `parent` aborts. Returns the function that
+ * undoes the link (idempotent). `parent` must not be aborted yet.
  */
-export function linkSignal(parent: AbortSignal, child: AbortController): () => void {
+export function linkSignal(parent: AbortSignal, child: (reason: unknown) => void): () => void {
   let group = groups.get(parent);
   if (group === undefined) {
-    const children = new Set<AbortController>();
+    const children = new Set<(reason: unknown) => void>();
     const onAbort = (): void => {
       groups.delete(parent);
-      for (const c of children) c.abort(parent.reason);
+      for (const abort of children) abort(parent.reason);
       children.clear();
     };
     group = { children, onAbort };
