@@ -169,6 +169,9 @@ export class Executor {
       let status: number | undefined;
       let code: string | undefined;
       let pacing: ServerPacing | undefined;
+      // The stale keep-alive race (classify.ts, STALE_CONNECTION): resent at once, no backoff,
+      // no budget, not a breaker failure. Only a transport can tell; see staunch/undici.
+      let stale = false;
       if (outcome.ok) {
         status = exchange.status(outcome.response);
         if (this.#on.attempt !== undefined) {
@@ -197,7 +200,16 @@ export class Executor {
         const aborted = signal?.aborted === true;
         stale = !aborted && isStaleConnection(error);
         if (policies !== undefined)
-          this.#feedback(policies, key, gate, undefined, error, undefined, started, aborted || stale);
+          this.#feedback(
+            policies,
+            key,
+            gate,
+            undefined,
+            error,
+            undefined,
+            started,
+            aborted || stale,
+          );
         if (aborted) throw signal!.reason;
         lastError = error;
         code = errorCode(error);

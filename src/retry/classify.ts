@@ -61,6 +61,15 @@ export const FATAL_CODES: ReadonlySet<string> = new Set([
   'ERR_TLS_CERT_ALTNAME_INVALID',
   'CERT_REVOKED',
   'CERT_UNTRUSTED',
+  // staunch/undici (issue 4): the same request meets these again on every attempt.
+  'STAUNCH_SSRF_BLOCKED', // the SSRF guard refused the address: it will refuse it again
+  'ERR_TOO_MANY_REDIRECTS', // staunch/undici's redirect limit: the same chain again
+  'UND_ERR_INVALID_ARG', // undici refused the request's options before sending
+  'UND_ERR_NOT_SUPPORTED',
+  'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH', // the body does not match its content-length
+  'UND_ERR_RES_EXCEEDED_MAX_SIZE', // the response is larger than maxResponseSize
+  'UND_ERR_DESTROYED', // the dispatcher is closed or destroyed: it stays so
+  'UND_ERR_CLOSED',
 ]);
 
 /** Bounds on the walk of `errorCode`: chain depth and errors visited in all. */
@@ -95,6 +104,33 @@ export function errorCode(error: unknown): string | undefined {
     }
   };
   return visit(error, 0);
+}
+
+/**
+ * Set to `true` (non-enumerable) by a transport on an error that is the stale
+ * keep-alive race: the request went out on a reused keep-alive connection that
+ * the server had just closed, and failed before any byte of a response (see
+ * `staunch/undici`). It stays a maybe-sent failure (a non-replayable request
+ * is not sent again), but a replayable one is sent again at once, without a
+ * backoff wait, and it counts neither against the breaker nor the budget: it
+ * says nothing about the upstream's health. `Symbol.for`, so that two
+ * installed copies of staunch agree.
+ */
+export const STALE_CONNECTION: unique symbol = Symbol.for('staunch.staleConnection') as never;
+
+/** True if `error`, or an error on its `cause` chain, carries the `STALE_CONNECTION` mark. */
+export function isStaleConnection(error: unknown): boolean {
+  let value = error;
+  for (let depth = 0; depth <= MAX_DEPTH; depth++) {
+    if (typeof value !== 'object' || value === null) return false;
+    try {
+      if ((value as { [STALE_CONNECTION]?: unknown })[STALE_CONNECTION] === true) return true;
+      value = (value as { cause?: unknown }).cause;
+    } catch {
+      return false;
+    }
+  }
+  return false;
 }
 
 /** Classifies a transport error by its `code` (never by message text). Unknown → maybe sent. */

@@ -1,0 +1,290 @@
+/**
+ * One attempt of the retry interceptor: an undici dispatch handler whose
+ * response waits, buffered, while the executor decides. Then it is either
+ * handed to the caller's handler (`forward`) or released (`discard`: drained
+ * up to a bound so the connection can be reused, else aborted, which makes
+ * undici destroy the socket), so that a pool of one connection never starves.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Dispatcher } from 'undici';
+import { expectSend, markIfStale, type Probe, probe } from './stale.js';
+
+type Controller = Dispatcher.DispatchController;
+type Handler = Dispatcher.DispatchHandler;
+
+/** Bytes of a failed response read so that its connection can be reused; past that it is aborted. */
+export const DRAIN_LIMIT: number = 64 * 1024;
+/** Bytes held while the executor decides; past that the socket is paused. */
+const HOLD_LIMIT = 1024 * 1024;
+
+/**
+ * The controller the caller's handler gets: before the hand-over it aborts
+ * the whole logical request; after it, it drives the attempt handed over.
+ */
+export class CallerController implements Controller {
+  #aborted = false;
+  #paused = false;
+  #reason: Error | null = null;
+  readonly #logical: AbortController;
+  /** The attempt handed over, once there is one. */
+  attempt: Attempt | undefined;
+
+  constructor(logical: AbortController) {
+    this.#logical = logical;
+  }
+
+  get aborted(): boolean {
+    return this.#aborted;
+  }
+
+  get paused(): boolean {
+    return this.#paused;
+  }
+
+  get reason(): Error | null {
+    return this.#reason;
+  }
+
+  abort(reason: Error): void {
+    if (this.#aborted) return;
+    this.#aborted = true;
+    this.#reason = reason ?? new Error('The request was aborted');
+    if (this.attempt !== undefined) this.attempt.callerAbort(this.#reason);
+    else this.#logical.abort(this.#reason);
+  }
+
+  pause(): void {
+    this.#paused = true;
+    this.attempt?.pauseSocket();
+  }
+
+  resume(): void {
+    if (!this.#paused) return;
+    this.#paused = false;
+    this.attempt?.flush();
+  }
+}
+
+type Mode = 'wait' | 'discard' | 'forward' | 'done';
+
+const NO_HEADERS: IncomingHttpHeaders = Object.freeze({});
+
+export class Attempt implements Handler {
+  status = 0;
+  headers: IncomingHttpHeaders = NO_HEADERS;
+  statusText: string | undefined;
+  #controller: Controller | undefined;
+  readonly #probe: Probe = probe();
+  #started = false;
+  #resolve: ((attempt: Attempt) => void) | undefined;
+  #reject: ((error: unknown) => void) | undefined;
+  /** An abort asked for before undici called `onRequestStart`. */
+  #abortReason: unknown;
+  #mode: Mode = 'wait';
+  /** Body chunks held until the caller takes them (allocated on the first one). */
+  #chunks: Buffer[] | undefined;
+  #held = 0;
+  #ended = false;
+  #trailers: IncomingHttpHeaders = NO_HEADERS;
+  #error: Error | undefined;
+  #pausedByUs = false;
+  #caller: { handler: Handler; controller: CallerController } | undefined;
+  #drained = 0;
+  #discarded: (() => void) | undefined;
+
+  /** Dispatches one attempt; resolves at its response headers, rejects on a failure before them. */
+  static send(
+    dispatch: Dispatcher.Dispatch,
+    opts: Dispatcher.DispatchOptions,
+    signal: AbortSignal,
+  ): Promise<Attempt> {
+    const attempt = new Attempt();
+    return new Promise<Attempt>((resolve, reject) => {
+      attempt.#resolve = resolve;
+      attempt.#reject = reject;
+      signal.addEventListener('abort', () => attempt.#abort(signal.reason), { once: true });
+      try {
+        dispatch(opts, attempt);
+      } catch (error) {
+        attempt.onResponseError(undefined, error as Error);
+      }
+    });
+  }
+
+  /** The executor gave up on this attempt before its response (deadline, caller's abort). */
+  #abort(reason: unknown): void {
+    if (this.#mode === 'forward' || this.#mode === 'done') return;
+    if (this.#controller === undefined) this.#abortReason = reason;
+    else this.#controller.abort(reason as Error);
+  }
+
+  onRequestStart(controller: Controller): void {
+    this.#controller = controller;
+    if (this.#abortReason !== undefined) {
+      controller.abort(this.#abortReason as Error);
+      return;
+    }
+    expectSend(this.#probe);
+  }
+
+  onResponseStart(
+    controller: Controller,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+    statusMessage?: string,
+  ): void {
+    // 1xx informational responses are not the response.
+    if (statusCode < 200 || this.#started) return;
+    this.#controller = controller;
+    this.#started = true;
+    this.status = statusCode;
+    this.headers = headers;
+    this.statusText = statusMessage;
+    const resolve = this.#resolve!;
+    this.#resolve = this.#reject = undefined;
+    resolve(this);
+  }
+
+  onResponseData(controller: Controller, chunk: Buffer): void {
+    switch (this.#mode) {
+      case 'wait':
+        this.#hold(chunk);
+        this.#held += chunk.length;
+        if (this.#held > HOLD_LIMIT && !controller.paused) {
+          this.#pausedByUs = true;
+          controller.pause();
+        }
+        return;
+      case 'discard':
+        this.#drained += chunk.length;
+        if (this.#drained > DRAIN_LIMIT) this.#stopDiscard();
+        return;
+      case 'forward': {
+        const caller = this.#caller!;
+        if (this.#chunks?.length || caller.controller.paused) this.#hold(chunk);
+        else caller.handler.onResponseData?.(caller.controller, chunk);
+        return;
+      }
+      default:
+    }
+  }
+
+  #hold(chunk: Buffer): void {
+    if (this.#chunks === undefined) this.#chunks = [chunk];
+    else this.#chunks.push(chunk);
+  }
+
+  onResponseEnd(_controller: Controller, trailers: IncomingHttpHeaders): void {
+    this.#ended = true;
+    this.#trailers = trailers;
+    if (this.#mode === 'discard') this.#finishDiscard();
+    else if (this.#mode === 'forward') this.flush();
+  }
+
+  onResponseError(_controller: Controller | undefined, error: Error): void {
+    if (!this.#started) {
+      markIfStale(error, this.#probe);
+      const reject = this.#reject;
+      this.#resolve = this.#reject = undefined;
+      this.#mode = 'done';
+      reject?.(error);
+      return;
+    }
+    this.#error ??= error;
+    if (this.#mode === 'discard') this.#finishDiscard();
+    else if (this.#mode === 'forward') {
+      // An error ends the body at once: what is still queued is dropped.
+      this.#chunks = undefined;
+      this.flush();
+    }
+  }
+
+  /** Releases this response (see the file comment); stops once `stop` settles. */
+  discard(stop: Promise<unknown>): Promise<void> {
+    if (this.#mode !== 'wait') return Promise.resolve();
+    this.#mode = 'discard';
+    this.#drained = this.#held;
+    this.#chunks = undefined;
+    if (this.#ended || this.#error !== undefined) {
+      this.#mode = 'done';
+      return Promise.resolve();
+    }
+    const length = Number(this.headers['content-length']);
+    if (length > DRAIN_LIMIT || this.#drained > DRAIN_LIMIT) {
+      this.#stopDiscard();
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve) => {
+      this.#discarded = resolve;
+      const stopNow = (): void => this.#stopDiscard();
+      stop.then(stopNow, stopNow);
+      if (this.#pausedByUs) {
+        this.#pausedByUs = false;
+        this.#controller?.resume();
+      }
+    });
+  }
+
+  #stopDiscard(): void {
+    if (this.#mode !== 'discard') return;
+    this.#finishDiscard();
+    this.#controller?.abort(new Error('staunch: response released before a retry'));
+  }
+
+  #finishDiscard(): void {
+    this.#mode = 'done';
+    const done = this.#discarded;
+    this.#discarded = undefined;
+    done?.();
+  }
+
+  /** Hands the response to the caller; `flush` then delivers what is held. */
+  forward(handler: Handler, controller: CallerController): void {
+    this.#caller = { handler, controller };
+    this.#mode = 'forward';
+  }
+
+  /** Delivers held chunks, then the end or the error, while the caller is not paused. */
+  flush(): void {
+    const caller = this.#caller;
+    if (caller === undefined || this.#mode !== 'forward') return;
+    const { handler, controller } = caller;
+    const chunks = this.#chunks;
+    while (chunks !== undefined && chunks.length > 0) {
+      if (controller.paused) {
+        this.pauseSocket();
+        return;
+      }
+      handler.onResponseData?.(controller, chunks.shift()!);
+      if (this.#mode !== 'forward') return;
+    }
+    this.#held = 0;
+    if (this.#error !== undefined) {
+      this.#mode = 'done';
+      handler.onResponseError?.(controller, this.#error);
+    } else if (this.#ended) {
+      this.#mode = 'done';
+      handler.onResponseEnd?.(controller, this.#trailers);
+    } else if (!controller.paused && (this.#pausedByUs || this.#controller?.paused)) {
+      this.#pausedByUs = false;
+      this.#controller?.resume();
+    }
+  }
+
+  pauseSocket(): void {
+    if (this.#mode === 'forward' && !this.#ended) this.#controller?.pause();
+  }
+
+  /** The caller aborted after the hand-over. */
+  callerAbort(reason: Error): void {
+    if (this.#mode !== 'forward') return;
+    if (this.#ended || this.#error !== undefined) {
+      // undici is done with this request: the error is ours to deliver.
+      this.#chunks = undefined;
+      this.#error = reason;
+      this.flush();
+      return;
+    }
+    this.#controller?.abort(reason);
+  }
+}

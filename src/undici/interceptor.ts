@@ -1,0 +1,301 @@
+/**
+ * `retryInterceptor`: the executor as an undici interceptor, for
+ * `Dispatcher.compose`. Each dispatch becomes one logical request; each
+ * attempt is a dispatch to the next dispatcher in the chain. The same
+ * `Executor` as the fetch adapter decides (retry rules, backoff, server
+ * pacing, deadlines, policies, events): this file only adapts.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Dispatcher } from 'undici';
+import { NetworkError, SsrfBlockedError } from '../errors.js';
+import type { Exchange, LogicalRequest } from '../executor.js';
+import { collectSecrets } from '../internal/redact.js';
+import { checkObject, describe } from '../internal/validate.js';
+import {
+  type ResolvedRetryOptions,
+  type ResolvedTimeoutOptions,
+  type RetryOptions,
+  resolveRetryOptions,
+  resolveTimeoutOptions,
+  type TimeoutOptions,
+} from '../options.js';
+import { describeReplay, type ReplayRequest } from '../replay.js';
+import { Attempt, CallerController } from './attempt.js';
+import { type Client, type ClientOptions, resolveClient } from './client.js';
+import { hasHeader, headerPairs, withHeader } from './headers.js';
+import { watchSockets } from './stale.js';
+
+/** Options of `retryInterceptor`: the core options of `createFetch`, without `fetch`. */
+export type RetryInterceptorOptions = ClientOptions;
+
+/** Per-request options, on the dispatch options as `staunch: { … }`. */
+export interface StaunchDispatchFields {
+  /** Overrides the interceptor's retry options for this request. */
+  retry?: RetryOptions | number | boolean;
+  /** Overrides the interceptor's deadlines for this request. */
+  timeout?: TimeoutOptions | number | false;
+  /** Sent in the idempotency header; makes any method replayable. */
+  idempotencyKey?: string;
+}
+
+/** Dispatch (or `undici.request`) options with staunch's per-request fields. */
+export type StaunchDispatchOptions<T extends object = Dispatcher.DispatchOptions> = T & {
+  staunch?: StaunchDispatchFields;
+};
+
+/**
+ * Marks the options of an attempt: a second staunch interceptor further down
+ * the chain passes them through, so there are never two retry layers.
+ */
+const HANDLED: unique symbol = Symbol.for('staunch.undici.handled') as never;
+
+/**
+ * The staunch executor as an undici interceptor: `undici.request`,
+ * `undici.fetch` and anything that takes a dispatcher get staunch's retries,
+ * deadlines, policies and events. Options are validated once, here.
+ *
+ * Per request, `staunch: { retry, timeout, idempotencyKey }` on the dispatch
+ * options overrides the interceptor's. `CONNECT` and upgrade requests pass
+ * through untouched.
+ *
+ * @example
+ * const agent = new Agent().compose(retryInterceptor({ retry: { attempts: 4 } }));
+ * const { statusCode, body } = await request(url, { dispatcher: agent });
+ * @see docs/undici.md
+ */
+export function retryInterceptor(
+  options: RetryInterceptorOptions = {},
+): Dispatcher.DispatcherComposeInterceptor {
+  return retryInterceptorFor(resolveClient(options, 'retryInterceptor options'));
+}
+
+/** @internal The interceptor for an already resolved client. */
+export function retryInterceptorFor(client: Client): Dispatcher.DispatcherComposeInterceptor {
+  watchSockets();
+  return (dispatch) =>
+    function staunchRetry(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) {
+      const o = opts as Dispatcher.DispatchOptions & { [HANDLED]?: true };
+      if (o[HANDLED] === true || o.upgrade || o.method === 'CONNECT') {
+        return dispatch(opts, handler);
+      }
+      run(client, dispatch, o, handler);
+      return true;
+    };
+}
+
+function run(
+  client: Client,
+  dispatch: Dispatcher.Dispatch,
+  opts: StaunchDispatchOptions,
+  handler: Dispatcher.DispatchHandler,
+): void {
+  const logical = new AbortController();
+  const controller = new CallerController(logical);
+  const fail = (error: unknown): void => {
+    handler.onResponseError?.(controller, surface(error));
+  };
+  let call: DispatchCall;
+  try {
+    handler.onRequestStart?.(controller, {});
+    call = prepare(client, dispatch, opts, logical.signal);
+  } catch (error) {
+    fail(error);
+    return;
+  }
+  client.executor.run(call, call).then((attempt) => {
+    if (controller.aborted) {
+      void attempt.discard(Promise.resolve());
+      fail(controller.reason);
+      return;
+    }
+    controller.attempt = attempt;
+    attempt.forward(handler, controller);
+    try {
+      handler.onResponseStart?.(controller, attempt.status, attempt.headers, attempt.statusText);
+    } catch (error) {
+      attempt.callerAbort(error as Error);
+      return;
+    }
+    attempt.flush();
+  }, fail);
+}
+
+/**
+ * One dispatch as the executor sees it: the logical request and its
+ * exchange in one object (one allocation on the hot path).
+ */
+class DispatchCall implements LogicalRequest, Exchange<Attempt> {
+  readonly method: string;
+  readonly url: string;
+  readonly replayable: boolean;
+  readonly signal: AbortSignal;
+  readonly retry: ResolvedRetryOptions;
+  readonly timeout: ResolvedTimeoutOptions;
+  readonly #dispatch: Dispatcher.Dispatch;
+  readonly #opts: Dispatcher.DispatchOptions;
+  readonly #keyHeader: string;
+  readonly resendable: (unsent: boolean) => boolean;
+
+  constructor(
+    dispatch: Dispatcher.Dispatch,
+    opts: Dispatcher.DispatchOptions,
+    fields: {
+      method: string;
+      url: string;
+      replayable: boolean;
+      signal: AbortSignal;
+      retry: ResolvedRetryOptions;
+      timeout: ResolvedTimeoutOptions;
+      keyHeader: string;
+    },
+  ) {
+    this.#dispatch = dispatch;
+    this.#opts = opts;
+    this.method = fields.method;
+    this.url = fields.url;
+    this.replayable = fields.replayable;
+    this.signal = fields.signal;
+    this.retry = fields.retry;
+    this.timeout = fields.timeout;
+    this.#keyHeader = fields.keyHeader;
+    this.resendable = resendable(opts.body);
+  }
+
+  secrets(): readonly string[] {
+    return collectSecrets(this.url, headerPairs(this.#opts.headers));
+  }
+
+  replay(): ReplayRequest | undefined {
+    const body = this.#opts.body ?? undefined;
+    return describeReplay(
+      this.method,
+      this.url,
+      headerPairs(this.#opts.headers),
+      body,
+      this.#keyHeader,
+    );
+  }
+
+  send(signal: AbortSignal): Promise<Attempt> {
+    return Attempt.send(this.#dispatch, this.#opts, signal);
+  }
+
+  status(attempt: Attempt): number {
+    return attempt.status;
+  }
+
+  headers(attempt: Attempt): IncomingHttpHeaders {
+    return attempt.headers;
+  }
+
+  discard(attempt: Attempt, stop: Promise<unknown>): Promise<void> {
+    return attempt.discard(stop);
+  }
+
+  /** The caller's controller drives a handed-over attempt: the signal link is not needed. */
+  handOver(_attempt: Attempt, unlink: () => void): void {
+    unlink();
+  }
+}
+
+/** Builds the logical request (and its exchange) from the dispatch options. */
+function prepare(
+  client: Client,
+  dispatch: Dispatcher.Dispatch,
+  opts: StaunchDispatchOptions,
+  signal: AbortSignal,
+): DispatchCall {
+  let retry = client.retry;
+  let timeout = client.timeout;
+  let key: string | undefined;
+  let base: Dispatcher.DispatchOptions = opts;
+  if (opts.staunch !== undefined) {
+    const { staunch, ...rest } = opts;
+    base = rest;
+    const fields = checkObject('staunch', staunch, ['retry', 'timeout', 'idempotencyKey']);
+    if (fields.retry !== undefined) {
+      retry = resolveRetryOptions(fields.retry as RetryOptions, client.retry, 'staunch.retry');
+    }
+    if (fields.timeout !== undefined) {
+      timeout = resolveTimeoutOptions(
+        fields.timeout as TimeoutOptions,
+        client.timeout,
+        'staunch.timeout',
+      );
+    }
+    if (fields.idempotencyKey !== undefined) {
+      if (typeof fields.idempotencyKey !== 'string' || fields.idempotencyKey === '') {
+        throw new TypeError(
+          `staunch.idempotencyKey must be a non-empty string, got ${describe(fields.idempotencyKey)}`,
+        );
+      }
+      key = fields.idempotencyKey;
+    }
+  }
+  const method = String(base.method).toUpperCase();
+  const { header, auto } = client.idempotency;
+  const keyHeader = header.toLowerCase();
+  let headers = base.headers;
+  if (key === undefined && auto && !retry.methods.has(method) && !hasHeader(headers, keyHeader)) {
+    key = randomUUID();
+  }
+  if (key !== undefined) headers = withHeader(headers, header, key);
+  const replayable =
+    retry.methods.has(method) || key !== undefined || hasHeader(headers, keyHeader);
+  const attemptOpts = { ...base, headers, [HANDLED]: true } as Dispatcher.DispatchOptions;
+  return new DispatchCall(dispatch, attemptOpts, {
+    method,
+    url: `${originOf(base.origin)}${base.path}`,
+    replayable,
+    signal,
+    retry,
+    timeout,
+    keyHeader: header,
+  });
+}
+
+/** `origin` as undici takes it (a string or a URL), without a trailing slash. */
+function originOf(origin: Dispatcher.DispatchOptions['origin']): string {
+  if (origin === undefined) return '';
+  if (typeof origin !== 'string') return origin.origin;
+  return origin.endsWith('/') ? origin.slice(0, -1) : origin;
+}
+
+const always = (): boolean => true;
+
+/**
+ * Can the body be sent again? Strings, bytes, Blobs and FormData (undici
+ * encodes them afresh for each dispatch): always. A Node stream: only after
+ * an attempt that provably never connected, if nothing was read from it.
+ * Other iterables: once.
+ */
+function resendable(body: unknown): (unsent: boolean) => boolean {
+  if (
+    body === undefined ||
+    body === null ||
+    typeof body === 'string' ||
+    ArrayBuffer.isView(body) ||
+    body instanceof ArrayBuffer ||
+    (typeof Blob !== 'undefined' && body instanceof Blob) ||
+    (typeof FormData !== 'undefined' && body instanceof FormData) ||
+    Object.prototype.toString.call(body) === '[object FormData]'
+  ) {
+    return always;
+  }
+  const stream = body as { readableDidRead?: boolean; destroyed?: boolean; pipe?: unknown };
+  if (typeof stream.pipe === 'function') {
+    return (unsent) => unsent && stream.readableDidRead === false && stream.destroyed === false;
+  }
+  return () => false;
+}
+
+/**
+ * The error the caller's handler gets: the SSRF guard's own error rather than
+ * the `NetworkError` around it; any other error as the executor threw it.
+ */
+export function surface(error: unknown): Error {
+  if (error instanceof NetworkError && error.cause instanceof SsrfBlockedError) return error.cause;
+  // The caller's own abort reason goes back as it is, whatever it is.
+  return error as Error;
+}

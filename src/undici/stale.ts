@@ -1,0 +1,151 @@
+/**
+ * The stale keep-alive race: a server closes an idle keep-alive connection
+ * just as the client writes the next request on it. The request fails before
+ * a single byte of a response arrives, though the server may never have seen
+ * it. This module recognises that failure and marks the error with
+ * `STALE_CONNECTION` (src/retry/classify.ts), so that the executor sends a
+ * replayable request again at once instead of after a backoff (a
+ * non-replayable one still fails, with `maybeSent: true`).
+ *
+ * Which socket carried an attempt is learnt from undici's
+ * `undici:client:sendHeaders` channel, published synchronously right after
+ * the handler's `onRequestStart` (both in client-h1 and client-h2): the
+ * attempt registers itself in `onRequestStart`, the next publication says on
+ * which socket it went and how many bytes that socket had read by then.
+ */
+import { subscribe } from 'node:diagnostics_channel';
+import type { Dispatcher } from 'undici';
+import { errorCode, STALE_CONNECTION } from '../retry/classify.js';
+
+/** Where one attempt went out. */
+export interface Probe {
+  /** The socket the request was written to, once known. */
+  socket: { readonly bytesRead: number; readonly encrypted?: boolean } | undefined;
+  /** Whether that socket had carried an earlier request. */
+  reused: boolean;
+  /** `socket.bytesRead` when the request was written. */
+  bytesRead: number;
+}
+
+/** Sockets that have carried a request (weakly held). */
+const used = new WeakSet<object>();
+let pending: Probe | undefined;
+let watching = false;
+
+function onSendHeaders(message: unknown): void {
+  const socket = (message as { socket?: unknown } | null)?.socket;
+  const probe = pending;
+  pending = undefined;
+  if (typeof socket !== 'object' || socket === null) return;
+  const reused = used.has(socket);
+  if (!reused) used.add(socket);
+  if (probe !== undefined) {
+    probe.socket = socket as Probe['socket'];
+    probe.reused = reused;
+    probe.bytesRead = (socket as { bytesRead?: number }).bytesRead ?? 0;
+  }
+}
+
+/** Starts following which socket each request goes out on (once per process). */
+export function watchSockets(): void {
+  if (watching) return;
+  watching = true;
+  subscribe('undici:client:sendHeaders', onSendHeaders);
+}
+
+/** A fresh probe. */
+export function probe(): Probe {
+  return { socket: undefined, reused: false, bytesRead: 0 };
+}
+
+/** Called from `onRequestStart`: the next `sendHeaders` publication is this attempt's. */
+export function expectSend(p: Probe): void {
+  pending = p;
+}
+
+/** Errors of a connection that went away under a request. */
+const CLOSED_CODES: ReadonlySet<string> = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
+
+/**
+ * Marks `error` as the stale keep-alive race when the attempt failed before
+ * its response started, on a reused socket, with no byte read since the
+ * request was written, because the connection closed. (On TLS the socket
+ * counts record bytes, and a server's close_notify alert is some: there,
+ * "before the response started" is the test.)
+ */
+export function markIfStale(error: unknown, p: Probe): void {
+  const socket = p.socket;
+  if (!p.reused || socket === undefined) return;
+  if (socket.encrypted !== true && socket.bytesRead !== p.bytesRead) return;
+  if (typeof error !== 'object' || error === null) return;
+  const code = errorCode(error);
+  if (code === undefined || !CLOSED_CODES.has(code)) return;
+  try {
+    Object.defineProperty(error, STALE_CONNECTION, { value: true, configurable: true });
+  } catch {
+    // A frozen error stays unmarked: it is retried after a backoff, as any reset.
+  }
+}
+
+/**
+ * An interceptor that only marks stale-connection errors, for dispatchers
+ * whose retries happen above them (the `createFetch` of this entry: the core
+ * fetch adapter retries, so its agent carries no retry interceptor).
+ */
+export function staleMarker(): Dispatcher.DispatcherComposeInterceptor {
+  watchSockets();
+  return (dispatch) =>
+    function markStale(opts, handler) {
+      return dispatch(opts, new StaleMarker(handler));
+    };
+}
+
+class StaleMarker implements Dispatcher.DispatchHandler {
+  readonly #handler: Dispatcher.DispatchHandler;
+  readonly #probe: Probe = probe();
+  #started = false;
+
+  constructor(handler: Dispatcher.DispatchHandler) {
+    this.#handler = handler;
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
+    expectSend(this.#probe);
+    this.#handler.onRequestStart?.(controller, context);
+  }
+
+  onRequestUpgrade(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Parameters<NonNullable<Dispatcher.DispatchHandler['onRequestUpgrade']>>[2],
+    socket: Parameters<NonNullable<Dispatcher.DispatchHandler['onRequestUpgrade']>>[3],
+  ): void {
+    this.#handler.onRequestUpgrade?.(controller, statusCode, headers, socket);
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseStart']>>[2],
+    statusMessage?: string,
+  ): void {
+    this.#started = true;
+    this.#handler.onResponseStart?.(controller, statusCode, headers, statusMessage);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.#handler.onResponseData?.(controller, chunk);
+  }
+
+  onResponseEnd(
+    controller: Dispatcher.DispatchController,
+    trailers: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseEnd']>>[1],
+  ): void {
+    this.#handler.onResponseEnd?.(controller, trailers);
+  }
+
+  onResponseError(controller: Dispatcher.DispatchController, error: Error): void {
+    if (!this.#started) markIfStale(error, this.#probe);
+    this.#handler.onResponseError?.(controller, error);
+  }
+}

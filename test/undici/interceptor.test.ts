@@ -1,0 +1,279 @@
+import { Readable } from 'node:stream';
+import { Agent, type Dispatcher, request } from 'undici';
+import { afterEach, describe, expect, it } from 'vitest';
+import { NetworkError } from '../../src/errors.js';
+import { constantBackoff } from '../../src/retry/backoff.js';
+import { CHANNELS, createAgent, retryInterceptor } from '../../src/undici/index.js';
+import { fakeClock, until } from '../helpers/clock.js';
+import { httpServer, type TestServer } from '../helpers/server.js';
+import { channelLog, rejection, tracker } from './support.js';
+
+const open: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((c) => c.close()));
+});
+
+async function serve(handler: Parameters<typeof httpServer>[0]): Promise<TestServer> {
+  const server = await httpServer(handler);
+  open.push(server);
+  return server;
+}
+
+function agent(options: Parameters<typeof retryInterceptor>[0], base = new Agent()) {
+  const dispatcher = base.compose(retryInterceptor(options));
+  open.push(dispatcher);
+  return dispatcher;
+}
+
+const fast = { attempts: 3, backoff: constantBackoff(0) };
+
+describe('retryInterceptor with undici.request', () => {
+  it('retries a 503 and hands back the final response with its body intact', async () => {
+    const server = await serve((_req, res, i) => {
+      res.writeHead(i < 2 ? 503 : 200, { 'content-type': 'text/plain' });
+      res.end(i < 2 ? 'busy' : 'fine');
+    });
+    const t = tracker();
+    const res = await request(`${server.url}/items`, {
+      dispatcher: agent({ retry: fast, on: t.on }),
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('text/plain');
+    expect(await res.body.text()).toBe('fine');
+    expect(server.received.map((r) => r.path)).toEqual(['/items', '/items', '/items']);
+    expect(t.retries.map((e) => [e.attempt, e.reason, e.status])).toEqual([
+      [1, 'status', 503],
+      [2, 'status', 503],
+    ]);
+  });
+
+  it('returns the last retryable status as the response, body intact', async () => {
+    const server = await serve((_req, res) => {
+      res.writeHead(503);
+      res.end('still busy');
+    });
+    const res = await request(server.url, { dispatcher: agent({ retry: fast }) });
+    expect(res.statusCode).toBe(503);
+    expect(await res.body.text()).toBe('still busy');
+    expect(server.received).toHaveLength(3);
+  });
+
+  it('does not retry a POST without a key on a 500, and says why', async () => {
+    const server = await serve((_req, res) => {
+      res.writeHead(500);
+      res.end('boom');
+    });
+    const t = tracker();
+    const res = await request(server.url, {
+      method: 'POST',
+      body: 'charge 42',
+      dispatcher: agent({ retry: fast, on: t.on }),
+    });
+    expect(res.statusCode).toBe(500);
+    expect(await res.body.text()).toBe('boom');
+    expect(server.received).toHaveLength(1);
+    expect(t.giveUps.map((e) => e.reason)).toEqual(['not-replayable']);
+  });
+
+  it('retries a POST that carries an idempotency key (per request), same key and body each time', async () => {
+    const server = await serve((_req, res, i) => {
+      res.writeHead(i === 0 ? 502 : 201);
+      res.end();
+    });
+    const res = await request(server.url, {
+      method: 'POST',
+      body: '{"amount":42}',
+      dispatcher: agent({ retry: fast }),
+      staunch: { idempotencyKey: 'order-42' },
+    } as Parameters<typeof request>[1]);
+    expect(res.statusCode).toBe(201);
+    await res.body.dump();
+    expect(server.received.map((r) => [r.headers['idempotency-key'], r.body.toString()])).toEqual([
+      ['order-42', '{"amount":42}'],
+      ['order-42', '{"amount":42}'],
+    ]);
+  });
+
+  it('takes per-request retry options from `staunch` on the dispatch options', async () => {
+    const server = await serve((_req, res) => {
+      res.writeHead(503);
+      res.end();
+    });
+    const dispatcher = agent({ retry: fast });
+    const res = await request(server.url, {
+      dispatcher,
+      staunch: { retry: 1 },
+    } as Parameters<typeof request>[1]);
+    expect(res.statusCode).toBe(503);
+    await res.body.dump();
+    expect(server.received).toHaveLength(1);
+    const error = await rejection(
+      request(server.url, {
+        dispatcher,
+        staunch: { retry: { attempts: 0 } },
+      } as Parameters<typeof request>[1]),
+    );
+    expect(error).toBeInstanceOf(RangeError);
+    expect(String(error)).toMatch(/staunch\.retry\.attempts .* got 0/);
+    expect(server.received).toHaveLength(1);
+  });
+
+  it("rejects with the caller's own abort reason during a backoff, without another attempt", async () => {
+    const server = await serve((_req, res) => {
+      res.writeHead(503);
+      res.end();
+    });
+    const clock = fakeClock();
+    const t = tracker();
+    const controller = new AbortController();
+    const pending = request(server.url, {
+      dispatcher: agent({ retry: { attempts: 3 }, clock, on: t.on }),
+      signal: controller.signal,
+    });
+    // The retry is scheduled: the executor sleeps its backoff on the fake clock.
+    await until(() => t.retries.length === 1 && clock.pending().length === 1);
+    const reason = new Error('caller gave up');
+    controller.abort(reason);
+    expect(await rejection(pending)).toBe(reason);
+    expect(server.received).toHaveLength(1);
+  });
+
+  it('never starves a pool of one connection: small failure bodies are drained, large ones dropped', async () => {
+    const big = Buffer.alloc(1024 * 1024, 'x');
+    const server = await serve((req, res, i) => {
+      const large = req.url === '/large';
+      res.writeHead(i % 3 === 2 ? 200 : 503, { 'content-length': String(large ? big.length : 4) });
+      res.end(large ? big : 'busy');
+    });
+    const dispatcher = agent({ retry: fast }, new Agent({ connections: 1 }));
+    const small = await request(`${server.url}/small`, { dispatcher });
+    expect(small.statusCode).toBe(200);
+    await small.body.dump();
+    // Drained: the one connection was reused by every attempt.
+    expect(server.connections).toBe(1);
+    const large = await request(`${server.url}/large`, { dispatcher });
+    expect(large.statusCode).toBe(200);
+    expect((await large.body.arrayBuffer()).byteLength).toBe(big.length);
+    expect(server.received).toHaveLength(6);
+    // Too large to drain: each failed attempt's connection was dropped, new ones opened.
+    expect(server.connections).toBeGreaterThanOrEqual(3);
+  });
+
+  it('streams a large body to the caller with backpressure', async () => {
+    const chunk = Buffer.alloc(64 * 1024, 'y');
+    const server = await serve((_req, res) => {
+      for (let i = 0; i < 64; i++) res.write(chunk);
+      res.end();
+    });
+    const res = await request(server.url, {
+      dispatcher: agent({ retry: fast }),
+      highWaterMark: 16 * 1024,
+    });
+    let bytes = 0;
+    for await (const piece of res.body) {
+      bytes += (piece as Buffer).length;
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(bytes).toBe(64 * chunk.length);
+  });
+
+  it('sends a stream body once: not again after a failure status', async () => {
+    const server = await serve((_req, res) => {
+      res.writeHead(503);
+      res.end();
+    });
+    const t = tracker();
+    const res = await request(server.url, {
+      method: 'PUT',
+      body: Readable.from([Buffer.from('part 1, '), Buffer.from('part 2')]),
+      dispatcher: agent({ retry: fast, on: t.on }),
+    });
+    expect(res.statusCode).toBe(503);
+    await res.body.dump();
+    expect(server.received.map((r) => r.body.toString())).toEqual(['part 1, part 2']);
+    expect(t.giveUps.map((e) => e.reason)).toEqual(['body-not-replayable']);
+  });
+
+  it('never makes two retry layers: a second interceptor below the first passes through', async () => {
+    const server = await serve((_req, res) => {
+      res.writeHead(503);
+      res.end();
+    });
+    const inner = createAgent({ retry: fast });
+    open.push(inner);
+    const outer = inner.compose(retryInterceptor({ retry: fast }));
+    const res = await request(server.url, { dispatcher: outer });
+    expect(res.statusCode).toBe(503);
+    await res.body.dump();
+    expect(server.received).toHaveLength(3);
+  });
+
+  it('surfaces a transport failure as NetworkError with maybeSent and the undici cause', async () => {
+    const server = await serve((req) => {
+      req.socket.destroy();
+    });
+    const error = await rejection(
+      request(server.url, { method: 'POST', body: 'x', dispatcher: agent({ retry: fast }) }),
+    );
+    expect(error).toBeInstanceOf(NetworkError);
+    expect((error as NetworkError).maybeSent).toBe(true);
+    expect(['UND_ERR_SOCKET', 'ECONNRESET']).toContain(
+      ((error as NetworkError).cause as { code?: string }).code,
+    );
+    expect(server.received).toHaveLength(1);
+  });
+
+  it('publishes attempt:start, retry and giveup on diagnostics channels with the event payloads', async () => {
+    const server = await serve((_req, res) => {
+      res.writeHead(503);
+      res.end();
+    });
+    const log = channelLog([CHANNELS.attemptStart, CHANNELS.retry, CHANNELS.giveUp]);
+    const t = tracker();
+    try {
+      const res = await request(`${server.url}/x?api_key=s3cret`, {
+        dispatcher: agent({ retry: { attempts: 2, backoff: constantBackoff(0) }, on: t.on }),
+        headers: { authorization: 'Bearer topsecret' },
+      });
+      await res.body.dump();
+    } finally {
+      log.stop();
+    }
+    expect(log.messages.map((m) => m.channel)).toEqual([
+      'staunch:attempt:start',
+      'staunch:retry',
+      'staunch:attempt:start',
+      'staunch:giveup',
+    ]);
+    // The very objects the listeners got: same redaction, no secret.
+    expect(log.messages[1]!.message).toBe(t.retries[0]);
+    expect(log.messages[3]!.message).toBe(t.giveUps[0]);
+    const text = JSON.stringify(log.messages);
+    expect(text).not.toContain('s3cret');
+    expect(text).not.toContain('topsecret');
+    expect((log.messages[0]!.message as { url: string }).url).toBe(`${server.url}/x?api_key=***`);
+  });
+
+  it('publishes breaker state changes on staunch:breaker', async () => {
+    const server = await serve((_req, res) => {
+      res.writeHead(500);
+      res.end();
+    });
+    const log = channelLog([CHANNELS.breaker]);
+    const dispatcher: Dispatcher = agent({
+      retry: 1,
+      breaker: { consecutiveFailures: 2 },
+    });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const res = await request(server.url, { dispatcher });
+        await res.body.dump();
+      }
+    } finally {
+      log.stop();
+    }
+    expect(log.messages.map((m) => m.message)).toEqual([
+      { key: server.url, from: 'closed', to: 'open' },
+    ]);
+  });
+});

@@ -1,0 +1,132 @@
+import type { LookupFunction } from 'node:net';
+import { request } from 'undici';
+import { afterEach, describe, expect, it } from 'vitest';
+import { NetworkError } from '../../src/errors.js';
+import { constantBackoff } from '../../src/retry/backoff.js';
+import { errorCode } from '../../src/retry/classify.js';
+import { createAgent, createFetch } from '../../src/undici/index.js';
+import { fakeClock } from '../helpers/clock.js';
+import { type RawServer, rawServer } from '../helpers/server.js';
+import { rejection, tracker } from './support.js';
+
+// undici's own timers (connect, headers, body) run in real time: small real
+// timeouts, and only generous bounds on how long anything took.
+const GENEROUS = 5_000;
+
+const open: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((c) => c.close()));
+});
+
+async function raw(onConnection: Parameters<typeof rawServer>[0]): Promise<RawServer> {
+  const server = await rawServer(onConnection);
+  open.push(server);
+  return server;
+}
+
+function agent(options: Parameters<typeof createAgent>[0]) {
+  const dispatcher = createAgent(options);
+  open.push(dispatcher);
+  return dispatcher;
+}
+
+describe('per-phase timeouts', () => {
+  it('connect: a lookup that never answers fails with UND_ERR_CONNECT_TIMEOUT, retried for any method', async () => {
+    const calls: string[] = [];
+    const never: LookupFunction = (hostname) => {
+      calls.push(hostname);
+    };
+    const t = tracker();
+    const dispatcher = agent({
+      lookup: never,
+      timeouts: { connect: 100 },
+      retry: { attempts: 2, backoff: constantBackoff(0) },
+      on: t.on,
+    });
+    const started = Date.now();
+    const error = await rejection(
+      request('http://never-answers.test/charge', { method: 'POST', body: 'x', dispatcher }),
+    );
+    expect(Date.now() - started).toBeLessThan(GENEROUS);
+    expect(error).toBeInstanceOf(NetworkError);
+    expect((error as NetworkError).maybeSent).toBe(false);
+    expect(errorCode(error)).toBe('STAUNCH_NETWORK');
+    expect(errorCode((error as NetworkError).cause)).toBe('UND_ERR_CONNECT_TIMEOUT');
+    // Nothing was sent: even a POST without a key is sent again.
+    expect(calls).toEqual(['never-answers.test', 'never-answers.test']);
+    expect(t.retries.map((e) => e.reason)).toEqual(['unsent']);
+  });
+
+  it('headers: a server that never answers fails with UND_ERR_HEADERS_TIMEOUT, retried only if replayable', async () => {
+    const server = await raw(() => {});
+    const dispatcher = agent({
+      timeouts: { headers: 150 },
+      retry: { attempts: 2, backoff: constantBackoff(0) },
+    });
+    const started = Date.now();
+    const get = await rejection(request(server.url, { dispatcher }));
+    expect(errorCode((get as NetworkError).cause)).toBe('UND_ERR_HEADERS_TIMEOUT');
+    expect((get as NetworkError).maybeSent).toBe(true);
+    expect(server.connections).toBe(2);
+    const post = await rejection(request(server.url, { method: 'POST', body: 'x', dispatcher }));
+    expect(errorCode((post as NetworkError).cause)).toBe('UND_ERR_HEADERS_TIMEOUT');
+    expect((post as NetworkError).maybeSent).toBe(true);
+    expect(String(post)).toContain('may have been sent');
+    expect(server.connections).toBe(3);
+    expect(Date.now() - started).toBeLessThan(GENEROUS);
+  });
+
+  it('body: a body that stalls after the headers fails while the caller reads, and is not retried', async () => {
+    const server = await raw((socket) => {
+      socket.once('data', () => {
+        socket.write('HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nfirst bytes');
+      });
+    });
+    const dispatcher = agent({ timeouts: { body: 150 }, retry: { attempts: 3 } });
+    const res = await request(server.url, { dispatcher });
+    expect(res.statusCode).toBe(200);
+    const started = Date.now();
+    const error = await rejection(res.body.text());
+    expect(errorCode(error)).toBe('UND_ERR_BODY_TIMEOUT');
+    expect(Date.now() - started).toBeLessThan(GENEROUS);
+    expect(server.connections).toBe(1);
+  });
+
+  it('body: the same through createFetch', async () => {
+    const server = await raw((socket) => {
+      socket.once('data', () => {
+        socket.write('HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nfirst bytes');
+      });
+    });
+    const fetch = createFetch({ timeouts: { body: 150 } });
+    open.push(fetch.dispatcher);
+    const res = await fetch(server.url);
+    expect(res.status).toBe(200);
+    const error = await rejection(res.text());
+    expect(errorCode(error)).toBe('UND_ERR_BODY_TIMEOUT');
+    expect(server.connections).toBe(1);
+  });
+
+  it('a peer that accepts and closes at once settles quickly (backoff on the injected clock)', async () => {
+    const server = await raw((socket) => socket.destroy());
+    const clock = fakeClock();
+    const t = tracker();
+    const stop = clock.autoAdvance(t.idle);
+    const dispatcher = agent({ clock, on: t.on, retry: { attempts: 3 } });
+    const started = Date.now();
+    try {
+      const get = await rejection(request(server.url, { dispatcher }));
+      expect(get).toBeInstanceOf(NetworkError);
+      expect((get as NetworkError).maybeSent).toBe(true);
+      expect(server.connections).toBe(3);
+      // A fresh connection each time: a plain maybe-sent failure, with a backoff wait.
+      expect(t.retries.map((e) => e.reason)).toEqual(['maybe-sent', 'maybe-sent']);
+      const post = await rejection(request(server.url, { method: 'POST', body: 'x', dispatcher }));
+      expect((post as NetworkError).maybeSent).toBe(true);
+      expect(server.connections).toBe(4);
+    } finally {
+      stop();
+    }
+    expect(Date.now() - started).toBeLessThan(GENEROUS);
+  });
+});
