@@ -26,8 +26,9 @@ import { type Clock, noop, type Random, startTimer } from './internal/clock.js';
 import { redactUrl, scrubError } from './internal/redact.js';
 import { linkSignal } from './internal/signals.js';
 import type { ResolvedRetryOptions, ResolvedTimeoutOptions } from './options.js';
-import type { BreakerTicket } from './policy/breaker.js';
+import type { BreakerAdmission, BreakerTicket } from './policy/breaker.js';
 import type { Policies } from './policy/policies.js';
+import { isPromiseLike } from './policy/store-call.js';
 import type { ReplayRequest } from './replay.js';
 import {
   classifyError,
@@ -97,6 +98,9 @@ interface Gate {
 
 const OPEN_GATE: Gate = { release: noop, ticket: undefined };
 
+/** Builds a policy's refusal error (and says `giveUp`), given the request's context. */
+type Refusal = (reason: GiveUpReason, make: (context: StaunchErrorOptions) => Error) => Error;
+
 /** Extra spread added to a server's hint so clients told the same second do not return together. */
 function hintSpread(hint: number, random: Random): number {
   return random() * Math.min(1000, Math.max(100, hint * 0.2));
@@ -139,15 +143,16 @@ export class Executor {
       return redacted;
     };
     const key = policies === undefined ? '' : policies.key(request);
-    policies?.budget?.deposit(key).catch(noop);
+    if (policies?.budget !== undefined) settleQuietly(() => policies.budget!.deposit(key));
     let previousDelay = 0;
     let lastError: unknown;
 
     for (let attempt = 1; ; attempt++) {
-      const gate =
-        policies === undefined
-          ? OPEN_GATE
-          : await this.#admit(policies, key, request, attempt, deadline, url, lastError);
+      let gate = OPEN_GATE;
+      if (policies !== undefined) {
+        const admitted = this.#admit(policies, key, request, attempt, deadline, url, lastError);
+        gate = isPromiseLike(admitted) ? await admitted : admitted;
+      }
       const started = clock.now();
       const remaining = deadline - started;
       if (remaining <= 0) {
@@ -311,9 +316,11 @@ export class Executor {
   /**
    * The policies' gates before an attempt, in order: a concurrency slot, a
    * rate-limit token, the breaker's admission. A refusal throws the policy's
-   * error; on a retry, the previous failure is its `cause`.
+   * error; on a retry, the previous failure is its `cause`. Synchronous when
+   * nothing has to wait and the store answers at once (the common case: no
+   * concurrency limit, an adaptive limiter not engaged, the memory store).
    */
-  async #admit(
+  #admit(
     policies: Policies,
     key: string,
     request: LogicalRequest,
@@ -321,19 +328,34 @@ export class Executor {
     deadline: number,
     url: () => string,
     lastError: unknown,
-  ): Promise<Gate> {
-    const { concurrency, limiter, breaker } = policies;
-    const signal = request.signal;
-    const context = (): StaunchErrorOptions => ({
-      method: request.method,
-      url: url(),
-      attempts: attempt - 1,
-      ...(lastError !== undefined && { cause: lastError }),
-    });
-    const refuse = (reason: GiveUpReason, error: Error): Error => {
+  ): Gate | Promise<Gate> {
+    const refusal = (reason: GiveUpReason, make: (context: StaunchErrorOptions) => Error) => {
       this.#giveUp(request, { method: request.method, url: url(), attempts: attempt - 1, reason });
-      return error;
+      return make({
+        method: request.method,
+        url: url(),
+        attempts: attempt - 1,
+        ...(lastError !== undefined && { cause: lastError }),
+      });
     };
+    const { concurrency, limiter } = policies;
+    if (concurrency === undefined && (limiter === undefined || limiter.pass(key))) {
+      return this.#admitBreaker(policies, key, request, deadline, noop, url, refusal);
+    }
+    return this.#admitWaiting(policies, key, request, deadline, url, refusal);
+  }
+
+  /** The gates that may wait: a concurrency slot, then a rate-limit token, then the breaker. */
+  async #admitWaiting(
+    policies: Policies,
+    key: string,
+    request: LogicalRequest,
+    deadline: number,
+    url: () => string,
+    refusal: Refusal,
+  ): Promise<Gate> {
+    const { concurrency, limiter } = policies;
+    const signal = request.signal;
     let release = noop;
     try {
       if (concurrency !== undefined) {
@@ -342,50 +364,75 @@ export class Executor {
           const full = slot.reason === 'full';
           const what = full ? 'queue is full' : 'wait for a slot timed out';
           const message = `${request.method} ${url()}: concurrency ${what} for ${key}`;
-          throw refuse(
-            full ? 'queue-full' : 'queue-timeout',
-            full
-              ? new QueueFullError(message, context())
-              : new QueueTimeoutError(message, context()),
-          );
+          throw full
+            ? refusal('queue-full', (c) => new QueueFullError(message, c))
+            : refusal('queue-timeout', (c) => new QueueTimeoutError(message, c));
         }
         release = slot.release;
         signal?.throwIfAborted();
       }
-      if (limiter !== undefined) {
+      if (limiter !== undefined && !limiter.pass(key)) {
         const token = await limiter.acquire(key, deadline - this.#clock.now(), signal);
         if (!token.ok) {
-          throw refuse(
+          const next = Math.ceil(token.retryAfter);
+          throw refusal(
             'rate-limited',
-            new RateLimitedError(
-              `${request.method} ${url()}: rate limit for ${key} has no token within the deadline (next in ${Math.ceil(token.retryAfter)} ms)`,
-              token.retryAfter,
-              context(),
-            ),
+            (c) =>
+              new RateLimitedError(
+                `${request.method} ${url()}: rate limit for ${key} has no token within the deadline (next in ${next} ms)`,
+                token.retryAfter,
+                c,
+              ),
           );
         }
       }
-      let ticket: BreakerTicket | undefined;
-      if (breaker !== undefined) {
-        const lease = Math.min(request.timeout.attempt, deadline - this.#clock.now());
-        const admission = await breaker.admit(key, lease);
-        if (!admission.ok) {
-          throw refuse(
-            'circuit-open',
-            new CircuitOpenError(
-              `${request.method} ${url()}: circuit open for ${key} (next probe in ${Math.ceil(admission.retryAfter)} ms)`,
-              admission.retryAfter,
-              context(),
-            ),
-          );
-        }
-        ticket = admission.ticket;
-      }
-      return { release, ticket };
+      return await this.#admitBreaker(policies, key, request, deadline, release, url, refusal);
     } catch (error) {
       release();
       throw error;
     }
+  }
+
+  #admitBreaker(
+    policies: Policies,
+    key: string,
+    request: LogicalRequest,
+    deadline: number,
+    release: () => void,
+    url: () => string,
+    refusal: Refusal,
+  ): Gate | Promise<Gate> {
+    const breaker = policies.breaker;
+    if (breaker === undefined) return { release, ticket: undefined };
+    const decide = (admission: BreakerAdmission): Gate => {
+      if (admission.ok) return { release, ticket: admission.ticket };
+      release();
+      const next = Math.ceil(admission.retryAfter);
+      throw refusal(
+        'circuit-open',
+        (c) =>
+          new CircuitOpenError(
+            `${request.method} ${url()}: circuit open for ${key} (next probe in ${next} ms)`,
+            admission.retryAfter,
+            c,
+          ),
+      );
+    };
+    const lease = Math.min(request.timeout.attempt, deadline - this.#clock.now());
+    let admission: BreakerAdmission | Promise<BreakerAdmission>;
+    try {
+      admission = breaker.admit(key, lease);
+    } catch (error) {
+      release();
+      throw error;
+    }
+    if (isPromiseLike(admission)) {
+      return admission.then(decide, (error: unknown) => {
+        release();
+        throw error;
+      });
+    }
+    return decide(admission);
   }
 
   /** Tells the breaker and the rate limiter how an attempt went. Never blocks, never throws. */
@@ -401,7 +448,9 @@ export class Executor {
   ): void {
     const { breaker, limiter } = policies;
     if (breaker !== undefined && gate.ticket !== undefined) {
-      breaker.record(key, gate.ticket, breakerOutcome(status, error, callerAborted)).catch(noop);
+      const outcome = breakerOutcome(status, error, callerAborted);
+      const ticket = gate.ticket;
+      settleQuietly(() => breaker.record(key, ticket, outcome));
     }
     if (limiter !== undefined && status !== undefined) {
       try {
@@ -553,5 +602,15 @@ export class Executor {
       maybeSent,
       context,
     );
+  }
+}
+
+/** Runs a fire-and-forget policy call: a failure (sync or async) is ignored. */
+function settleQuietly(call: () => void | Promise<void>): void {
+  try {
+    const pending = call();
+    if (pending !== undefined) pending.catch(noop);
+  } catch {
+    // Policies learn on a best-effort basis; the request goes on.
   }
 }

@@ -220,10 +220,18 @@ export const breakerRecord: StoreOperation<BreakerRecordArgs, BreakerRecordResul
     const failed = outcome === 'failure';
     const width = Math.max(1, Math.floor(cfg.window / BREAKER_BUCKETS));
     const start = now - (now % width);
-    const buckets = s.buckets
-      .filter(([at]) => at > now - cfg.window)
-      .map((b) => [...b] as [number, number, number]);
-    let bucket = buckets.find(([at]) => at === start);
+    // The buckets still in the window; only the current one is copied and
+    // changed (the others are shared with the input, which is never mutated).
+    const cutoff = now - cfg.window;
+    const buckets: [number, number, number][] = [];
+    let bucket: [number, number, number] | undefined;
+    for (const b of s.buckets) {
+      if (b[0] <= cutoff) continue;
+      if (b[0] === start) {
+        bucket = [b[0], b[1], b[2]];
+        buckets.push(bucket);
+      } else buckets.push(b);
+    }
     if (bucket === undefined) {
       bucket = [start, 0, 0];
       buckets.push(bucket);

@@ -14,7 +14,7 @@ import {
   breakerRecord,
   type CircuitState,
 } from './breaker-ops.js';
-import { runOp } from './store-call.js';
+import { runOpMaybe } from './store-call.js';
 import { positiveFinite, positiveInteger, readNumber, readObject } from './validate.js';
 
 export type { BreakerOutcome, CircuitState } from './breaker-ops.js';
@@ -206,12 +206,12 @@ export class CircuitBreaker {
    * timeout; a non-finite value means `maxBreakDuration`), plus
    * {@link PROBE_LEASE_GRACE}.
    */
-  admit(key: string, leaseMs: number): Promise<BreakerAdmission> {
+  admit(key: string, leaseMs: number): BreakerAdmission | Promise<BreakerAdmission> {
     const lease =
       (Number.isFinite(leaseMs) && leaseMs > 0 ? leaseMs : this.#cfg.maxBreakDuration) +
       PROBE_LEASE_GRACE;
     const args = { cfg: this.#cfg, leaseMs: lease };
-    return runOp(
+    return runOpMaybe(
       this.#store,
       BREAKER_KEY_PREFIX + key,
       breakerAdmit,
@@ -229,12 +229,10 @@ export class CircuitBreaker {
    * Reports how an admitted call ended. A closed-state `'neutral'` or
    * `'cancelled'` costs nothing (no store call).
    */
-  record(key: string, ticket: BreakerTicket, outcome: BreakerOutcome): Promise<void> {
-    if (ticket.probe === null && (outcome === 'neutral' || outcome === 'cancelled')) {
-      return Promise.resolve();
-    }
+  record(key: string, ticket: BreakerTicket, outcome: BreakerOutcome): void | Promise<void> {
+    if (ticket.probe === null && (outcome === 'neutral' || outcome === 'cancelled')) return;
     const args = { cfg: this.#cfg, gen: ticket.gen, probe: ticket.probe, outcome };
-    return runOp(
+    return runOpMaybe(
       this.#store,
       BREAKER_KEY_PREFIX + key,
       breakerRecord,

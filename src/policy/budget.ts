@@ -6,7 +6,7 @@
  */
 import { type Clock, noop } from '../internal/clock.js';
 import type { Json, StateStore, StoreOperation, StoreUpdate } from '../store/store.js';
-import { runOp } from './store-call.js';
+import { runOp, runOpMaybe } from './store-call.js';
 import { nonNegativeFinite, readNumber, readObject } from './validate.js';
 
 /** Options of the retry budget (`budget` in `createFetch`). */
@@ -147,8 +147,8 @@ export class RetryBudget {
   }
 
   /** Credits `key` with a first attempt. Call it once per logical request, before the first attempt. */
-  deposit(key: string): Promise<void> {
-    return runOp(
+  deposit(key: string): void | Promise<void> {
+    return runOpMaybe(
       this.#store,
       BUDGET_KEY_PREFIX + key,
       budgetDeposit,

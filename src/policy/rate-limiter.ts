@@ -7,7 +7,7 @@
  */
 import { type Clock, noop, startTimer } from '../internal/clock.js';
 import type { Json, StateStore, StoreOperation } from '../store/store.js';
-import { type Meter, meterRate, meterRecord } from './rate-meter.js';
+import { METER_BUCKET_MS, type Meter, meterRate, meterRecord } from './rate-meter.js';
 import {
   type RateAcquireArgs,
   type RateAcquireResult,
@@ -238,6 +238,19 @@ export class RateLimiter {
     }
   }
 
+  /**
+   * The hot path: adaptive and not engaged for `key`, counts the send and
+   * answers `true` at once (no store call, no promise). Otherwise answers
+   * `false` and does nothing: call {@link RateLimiter.acquire}.
+   */
+  pass(key: string): boolean {
+    if (this.#cfg.rps !== null) return false;
+    const local = this.#local(key);
+    if (local.active) return false;
+    this.#sent(local);
+    return true;
+  }
+
   /** Whether requests of `key` go through the bucket: always when fixed; once engaged when adaptive. */
   active(key: string): boolean {
     return this.#cfg.rps !== null || (this.#keys.get(key)?.active ?? false);
@@ -354,7 +367,10 @@ export class RateLimiter {
 
   #sent(local: Local): void {
     const now = this.#clock.now();
-    local.meter = meterRecord(local.meter, now);
+    const meter = local.meter;
+    // Same bucket: count in place (this runs on every request).
+    if (meter !== undefined && now - meter[0] < METER_BUCKET_MS && now >= meter[0]) meter[1]++;
+    else local.meter = meterRecord(meter, now);
     local.lastUse = now;
   }
 

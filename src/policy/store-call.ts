@@ -29,3 +29,26 @@ function isThenable<R>(value: R | Promise<R>): value is Promise<R> {
     typeof (value as { then?: unknown }).then === 'function'
   );
 }
+
+/**
+ * Like {@link runOp}, but answers synchronously when the store does (the
+ * memory store): the hot path of a request then costs no promise and no
+ * microtask turn. A synchronous throw propagates as a throw.
+ */
+export function runOpMaybe<A extends Json, R extends Json, T>(
+  store: StateStore,
+  key: string,
+  op: StoreOperation<A, R>,
+  args: A,
+  now: number,
+  then: (result: R) => T,
+): T | Promise<T> {
+  const result = store.run(key, op, args, now);
+  if (isThenable(result)) return Promise.resolve(result).then(then);
+  return then(result);
+}
+
+/** True for a promise or any thenable. */
+export function isPromiseLike<T>(value: T | Promise<T>): value is Promise<T> {
+  return isThenable(value);
+}

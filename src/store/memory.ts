@@ -84,7 +84,14 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       const update = op.apply(read(key, now), args, now);
       const ttl = update.ttl;
       if (update.state === undefined || !(ttl > 0)) entries.delete(key);
-      else entries.set(key, { state: update.state, expiresAt: now + ttl });
+      else {
+        const entry = entries.get(key);
+        if (entry === undefined) entries.set(key, { state: update.state, expiresAt: now + ttl });
+        else {
+          entry.state = update.state;
+          entry.expiresAt = now + ttl;
+        }
+      }
       return update.result;
     },
     get size(): number {
