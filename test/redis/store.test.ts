@@ -1,0 +1,241 @@
+/** redisStore against a real redis-server: keys, expiry, Redis time, scripts by SHA, fallback. */
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { breakerAdmit } from '../../src/policy/breaker-ops.js';
+import { budgetDeposit } from '../../src/policy/budget.js';
+import { rateAcquire } from '../../src/policy/rate-ops.js';
+import { connectRedisStore } from '../../src/redis/connect.js';
+import { redactError } from '../../src/redis/redact.js';
+import { SCRIPTS } from '../../src/redis/scripts.js';
+import { createRedisStore, redisStore } from '../../src/redis/store.js';
+import type { StoreStatus } from '../../src/store/store.js';
+import { closedPort } from '../helpers/server.js';
+import { stallProxy } from './helpers/proxy.js';
+import { type RedisServer, requireRedis, startRedis } from './helpers/redis-server.js';
+
+const ready = requireRedis();
+const budgetArgs = { ratio: 0.1, minPerSecond: 10, memoryMs: 10_000 };
+const fixed = {
+  rps: 10,
+  burst: 2,
+  memoryMs: 300_000,
+  beta: 0.7,
+  scale: 0.4,
+  minRate: 0.5,
+  burstSeconds: 0.1,
+  holdoffMs: 1000,
+};
+
+let server: RedisServer;
+let client: Redis;
+let prefix: string;
+
+beforeAll(async () => {
+  if (!ready) return;
+  server = await startRedis();
+  client = new Redis(server.url);
+  prefix = `staunch-store-test:${process.pid}:`;
+});
+
+afterAll(async () => {
+  if (!ready) return;
+  await client.quit();
+  await server.stop();
+});
+
+async function commandCalls(name: string): Promise<number> {
+  const info = await client.info('commandstats');
+  const m = new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info);
+  return m ? Number(m[1]) : 0;
+}
+
+describe('redisStore options', () => {
+  it('rejects bad options at construction, naming the option and the value', () => {
+    expect(() => redisStore({} as never)).toThrow(TypeError);
+    expect(() => redisStore({ client: {} as never })).toThrow(
+      /redisStore\.client must be an ioredis client/,
+    );
+    const c = { evalsha: async () => '', eval: async () => '', ping: async () => 'PONG' };
+    expect(() => redisStore({ client: c, prefix: 'a{b}:' })).toThrow(RangeError);
+    expect(() => redisStore({ client: c, prefix: 7 as never })).toThrow(
+      /redisStore\.prefix must be a string, got 7/,
+    );
+    expect(() => redisStore({ client: c, timeout: 0 })).toThrow(
+      /redisStore\.timeout must be a number > 0, got 0/,
+    );
+    expect(() => redisStore({ client: c, timeout: Number.NaN })).toThrow(TypeError);
+    expect(() => redisStore({ client: c, probeInterval: -1 })).toThrow(RangeError);
+    expect(() => redisStore({ client: c, retries: 3 } as never)).toThrow(
+      /retries is not an option/,
+    );
+  });
+
+  it('has one script per store operation, and refuses an operation it has no script for', () => {
+    expect([...SCRIPTS.keys()].sort()).toEqual([
+      'staunch.breaker.admit',
+      'staunch.breaker.record',
+      'staunch.budget.deposit',
+      'staunch.budget.withdraw',
+      'staunch.rate.acquire',
+      'staunch.rate.feedback',
+      'staunch.rate.refund',
+    ]);
+    for (const script of SCRIPTS.values()) {
+      // One key per script, the one in KEYS: what Redis Cluster needs.
+      expect(script.source.match(/KEYS\[\d+\]/g)?.every((k) => k === 'KEYS[1]')).toBe(true);
+    }
+    const c = { evalsha: async () => '', eval: async () => '', ping: async () => 'PONG' };
+    const op = { name: 'custom.op', apply: () => ({ state: 1, ttl: 1, result: 1 }) };
+    expect(() => redisStore({ client: c }).run('k', op, null, 0)).toThrow(
+      /no script for the operation "custom.op"/,
+    );
+  });
+
+  it('redacts credentials from the errors it reports', () => {
+    const error = new Error('connect to redis://admin:hunter2secret@db.internal:6379 failed');
+    expect(redactError(error, [])).toBe('redis: connect to redis://***@db.internal:6379 failed');
+    expect(redactError(new Error('WRONGPASS for pw-5678'), ['pw-5678'])).toBe(
+      'redis: WRONGPASS for ***',
+    );
+  });
+});
+
+describe.runIf(ready)('redisStore on a real Redis', () => {
+  it('keeps each key under its hash tag with an expiry, on Redis time, whatever the caller says', async () => {
+    // Generous timeouts here: a loaded test machine must not send these decisions to the fallback.
+    const store = redisStore({ client, prefix, timeout: 5_000 });
+    const key = 'budget:https://api.example.com';
+    const balance = await store.run(key, budgetDeposit, budgetArgs, 0);
+    expect(balance).toBeCloseTo(10.1, 10);
+    const redisKey = store.redisKey(key);
+    expect(redisKey).toBe(`${prefix}{budget:https://api.example.com}`);
+    const [seconds] = await client.time();
+    const state = JSON.parse((await client.get(redisKey)) ?? 'null');
+    expect(state.floor).toBe(10);
+    expect(Math.abs(state.at - Number(seconds) * 1000)).toBeLessThan(5_000);
+    const pttl = await client.pttl(redisKey);
+    expect(pttl).toBeGreaterThan(25_000);
+    expect(pttl).toBeLessThanOrEqual(30_000);
+    // An empty array stays an array in the stored JSON.
+    await store.run(
+      'breaker:x',
+      breakerAdmit,
+      {
+        cfg: {
+          failureRatio: 0.5,
+          minimumVolume: 1,
+          window: 1000,
+          breakDuration: 100,
+          maxBreakDuration: 100,
+          halfOpenProbes: 1,
+          consecutiveFailures: 0,
+        },
+        leaseMs: 100,
+      },
+      0,
+    );
+    expect(await client.exists(store.redisKey('breaker:x'))).toBe(0);
+  });
+
+  it('loads each script once, calls it by SHA, and reloads it after SCRIPT FLUSH', async () => {
+    const store = redisStore({ client, prefix, timeout: 5_000 });
+    const statuses: StoreStatus[] = [];
+    store.onStatus((s) => statuses.push(s));
+    const acquire = SCRIPTS.get('staunch.rate.acquire')!;
+    await client.script('FLUSH');
+    await client.config('RESETSTAT');
+    const args = { cfg: fixed, maxWait: null, epoch: null };
+    await store.run('rate:sha', rateAcquire, args, 0);
+    expect(await client.script('EXISTS', acquire.sha)).toEqual([1]);
+    for (let i = 0; i < 10; i++) await store.run('rate:sha', rateAcquire, args, 0);
+    expect(await commandCalls('eval')).toBe(1);
+    expect(await commandCalls('evalsha')).toBe(11);
+    await client.script('FLUSH');
+    const after = await store.run('rate:sha', rateAcquire, args, 0);
+    expect(after.ok).toBe(true);
+    expect(await commandCalls('eval')).toBe(2);
+    expect(await client.script('EXISTS', acquire.sha)).toEqual([1]);
+    expect(statuses).toEqual([]);
+    expect(store.status).toBe('shared');
+  });
+
+  it('falls back to local state when Redis stalls, says so once, and recovers', async () => {
+    const proxy = await stallProxy(server.port);
+    const viaProxy = new Redis(proxy.url);
+    try {
+      const store = redisStore({ client: viaProxy, prefix, timeout: 300, probeInterval: 100 });
+      const statuses: StoreStatus[] = [];
+      store.onStatus((s) => statuses.push(s));
+      const args = { cfg: { ...fixed, rps: 0.001, burst: 2 }, maxWait: 0, epoch: null };
+      expect((await store.run('rate:stall', rateAcquire, args, Date.now())).ok).toBe(true);
+      proxy.stall();
+      const started = Date.now();
+      // Redis holds one token; locally the bucket starts full again (2).
+      expect((await store.run('rate:stall', rateAcquire, args, Date.now())).ok).toBe(true);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(statuses).toEqual([{ status: 'degraded', error: 'redis: no answer within 300 ms' }]);
+      expect(store.status).toBe('degraded');
+      // Degraded: answered synchronously from memory, no second event.
+      const local = store.run('rate:stall', rateAcquire, args, Date.now());
+      expect(local).toEqual({ ok: true, wait: 0, epoch: 0, engaged: true, rate: 0.001 });
+      expect((store.run('rate:stall', rateAcquire, args, Date.now()) as { ok: boolean }).ok).toBe(
+        false,
+      );
+      expect(statuses).toHaveLength(1);
+      proxy.resume();
+      for (let i = 0; i < 200 && store.status === 'degraded'; i++) {
+        await store.run('rate:stall', rateAcquire, args, Date.now());
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      expect(statuses).toEqual([
+        { status: 'degraded', error: 'redis: no answer within 300 ms' },
+        { status: 'recovered' },
+      ]);
+      // Shared again: the one token Redis kept is there (the stalled take may have landed late).
+      const shared = await store.run('rate:stall', rateAcquire, args, Date.now());
+      expect(typeof shared).toBe('object');
+      expect(store.status).toBe('shared');
+      const state = JSON.parse((await client.get(store.redisKey('rate:stall'))) ?? 'null');
+      expect(state.tokens).toBeLessThan(1);
+    } finally {
+      viaProxy.disconnect();
+      await proxy.close();
+    }
+  });
+
+  it('connectRedisStore: connects from a URL, and never shows its password', async () => {
+    const connection = await connectRedisStore(server.url, { prefix, timeout: 5_000 });
+    try {
+      expect(await connection.store.run('budget:url', budgetDeposit, budgetArgs, 0)).toBeCloseTo(
+        10.1,
+        10,
+      );
+    } finally {
+      await connection.close();
+    }
+    const port = await closedPort();
+    const url = `redis://admin:hunter2secret@127.0.0.1:${port}`;
+    const failure = await connectRedisStore(url, { connectTimeout: 500 }).catch((e: Error) => e);
+    expect(failure).toBeInstanceOf(Error);
+    expect(String((failure as Error).message)).toContain(`redis://***@127.0.0.1:${port}`);
+    expect(String((failure as Error).message)).not.toContain('hunter2secret');
+    await expect(connectRedisStore('http://x')).rejects.toThrow(TypeError);
+  });
+});
+
+it('a client error carrying a password is reported without it', async () => {
+  const client = {
+    evalsha: () =>
+      Promise.reject(new Error('AUTH failed for redis://u:pa55word@h:6379 (pa55word)')),
+    eval: () => Promise.reject(new Error('unused')),
+    ping: () => Promise.reject(new Error('down')),
+  };
+  const store = createRedisStore({ client }, { secrets: ['pa55word'] });
+  const statuses: StoreStatus[] = [];
+  store.onStatus((s) => statuses.push(s));
+  const balance = await store.run('budget:k', budgetDeposit, budgetArgs, 1_000);
+  expect(balance).toBeCloseTo(10.1, 10);
+  expect(statuses).toEqual([
+    { status: 'degraded', error: 'redis: AUTH failed for redis://***@h:6379 (***)' },
+  ]);
+});
