@@ -4,47 +4,26 @@
  * `retry`, `timeout`, `idempotencyKey` on the init), same `Response`.
  */
 import { type AttemptBody, encodeFormData, prepareBody } from './body.js';
-import { emit, type StaunchListeners } from './events.js';
-import { type Exchange, Executor, type LogicalRequest } from './executor.js';
-import { type Clock, noop, type Random, systemClock } from './internal/clock.js';
+import { CLIENT_KEYS, type Client, type ClientOptions, resolveClient } from './client.js';
+import type { Exchange, LogicalRequest } from './executor.js';
+import { noop, type Random } from './internal/clock.js';
 import { collectSecrets } from './internal/redact.js';
 import { checkObject, describe } from './internal/validate.js';
 import {
-  checkClock,
-  checkRandom,
-  type IdempotencyOptions,
-  type ResolvedIdempotencyOptions,
-  type ResolvedRetryOptions,
-  type ResolvedTimeoutOptions,
   type RetryOptions,
-  resolveIdempotencyOptions,
   resolveRetryOptions,
   resolveTimeoutOptions,
   type TimeoutOptions,
 } from './options.js';
-import { createPolicies, type PolicyOptions } from './policy/policies.js';
 import { describeReplay } from './replay.js';
-import { memoryStore } from './store/memory.js';
-import type { StateStore } from './store/store.js';
 
 /** Any WHATWG fetch: Node's global, npm undici's, Deno's, Bun's, a browser's. */
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
 
 /** Options of `createFetch`. Durations are in ms. */
-export interface StaunchOptions extends PolicyOptions {
+export interface StaunchOptions extends ClientOptions {
   /** The transport. @default globalThis.fetch */
   fetch?: FetchLike;
-  /** Retry policy; a number is the attempts, `false` is one attempt. */
-  retry?: RetryOptions | number | boolean;
-  /** Deadlines; a number is `{ total }`, `false` disables both. */
-  timeout?: TimeoutOptions | number | false;
-  idempotency?: IdempotencyOptions;
-  /** Typed event listeners. */
-  on?: StaunchListeners;
-  /** Time source, for tests and the lab's simulator. @default systemClock */
-  clock?: Clock;
-  /** Random source in [0, 1). @default Math.random */
-  random?: Random;
 }
 
 /** `RequestInit` plus staunch's per-request fields (removed before the transport sees the init). */
@@ -63,30 +42,7 @@ export type StaunchFetch = (
   init?: StaunchRequestInit,
 ) => Promise<Response>;
 
-const OPTION_KEYS = [
-  'fetch',
-  'retry',
-  'timeout',
-  'idempotency',
-  'on',
-  'clock',
-  'random',
-  'breaker',
-  'budget',
-  'rateLimit',
-  'concurrency',
-  'store',
-  'key',
-] as const;
-const LISTENER_KEYS = [
-  'attemptStart',
-  'attempt',
-  'retry',
-  'giveUp',
-  'breakerStateChange',
-  'storeDegraded',
-  'storeRecovered',
-] as const;
+const OPTION_KEYS: readonly string[] = ['fetch', ...CLIENT_KEYS];
 
 /** Bytes of a failed response read so that its connection can be reused; past that it is cancelled. */
 const DRAIN_LIMIT = 64 * 1024;
@@ -107,62 +63,20 @@ export function createFetch(options: StaunchOptions = {}): StaunchFetch {
   if (typeof transport !== 'function') {
     throw new TypeError(`fetch must be a function, got ${describe(transport)}`);
   }
-  const on = o.on === undefined ? {} : (checkObject('on', o.on, LISTENER_KEYS) as StaunchListeners);
-  for (const [name, listener] of Object.entries(on)) {
-    if (listener !== undefined && typeof listener !== 'function') {
-      throw new TypeError(`on.${name} must be a function, got ${describe(listener)}`);
-    }
-  }
-  const retry = resolveRetryOptions(o.retry);
-  const timeout = resolveTimeoutOptions(o.timeout);
-  const idempotency = resolveIdempotencyOptions(o.idempotency);
-  const clock = checkClock(o.clock) ?? systemClock;
-  const random = checkRandom(o.random) ?? Math.random;
-  const store = o.store ?? memoryStore();
-  if (typeof (store as Partial<StateStore>).run !== 'function') {
-    throw new TypeError(
-      `store must be a StateStore (memoryStore(), redisStore()), got ${describe(store)}`,
-    );
-  }
-  const listeners = { ...on };
-  const onStateChange = listeners.breakerStateChange;
-  const policies = createPolicies(
-    o,
-    store,
-    clock,
-    onStateChange && ((change) => emit(onStateChange, { ...change })),
-  );
-  if (typeof store.onStatus === 'function') {
-    const { storeDegraded, storeRecovered } = listeners;
-    if (storeDegraded !== undefined || storeRecovered !== undefined) {
-      store.onStatus(({ status, error }) =>
-        emit(
-          status === 'degraded' ? storeDegraded : storeRecovered,
-          error === undefined ? {} : { error },
-        ),
-      );
-    }
-  }
-  const executor = new Executor({ clock, random, on: listeners, policies });
-  const client: Client = { transport, retry, timeout, idempotency, executor, random };
+  const client: FetchClient = { ...resolveClient(o), transport };
 
   return (input, init) => send(client, input, init);
 }
 
-interface Client {
-  transport: FetchLike;
-  retry: ResolvedRetryOptions;
-  timeout: ResolvedTimeoutOptions;
-  idempotency: ResolvedIdempotencyOptions;
-  executor: Executor;
-  random: Random;
+interface FetchClient extends Client {
+  readonly transport: FetchLike;
 }
 
 type Headers_ = RequestInit['headers'];
 type Init = Omit<StaunchRequestInit, 'retry' | 'timeout' | 'idempotencyKey'>;
 
 async function send(
-  client: Client,
+  client: FetchClient,
   input: string | URL | Request,
   init: StaunchRequestInit | undefined,
 ): Promise<Response> {

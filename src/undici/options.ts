@@ -5,8 +5,10 @@
  * The retry options (`retry`, `timeout`, policies…) are the core's, resolved
  * by `resolveClient` (client.ts).
  */
+
 import type { LookupFunction } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
+import { CLIENT_KEYS } from '../client.js';
 import { checkNumber, checkObject, describe } from '../internal/validate.js';
 import { resolveSsrfOptions, type SsrfOptions, type SsrfRules } from './ssrf.js';
 
@@ -240,17 +242,4 @@ export function splitOptions(
 }
 
 /** The core client options (createFetch's, without `fetch`). */
-export const CORE_KEYS: readonly string[] = Object.freeze([
-  'retry',
-  'timeout',
-  'idempotency',
-  'on',
-  'clock',
-  'random',
-  'breaker',
-  'budget',
-  'rateLimit',
-  'concurrency',
-  'store',
-  'key',
-]);
+export const CORE_KEYS: readonly string[] = CLIENT_KEYS;

@@ -1,0 +1,129 @@
+/**
+ * A staunch client's options, resolved once into an `Executor`: the one place
+ * where options are validated and the policies built, shared by every adapter
+ * (`createFetch`, and `staunch/undici`'s interceptor and agent).
+ */
+import { emit, type StaunchListeners } from './events.js';
+import { Executor } from './executor.js';
+import { type Clock, type Random, systemClock } from './internal/clock.js';
+import { checkObject, describe } from './internal/validate.js';
+import {
+  checkClock,
+  checkRandom,
+  type IdempotencyOptions,
+  type ResolvedIdempotencyOptions,
+  type ResolvedRetryOptions,
+  type ResolvedTimeoutOptions,
+  type RetryOptions,
+  resolveIdempotencyOptions,
+  resolveRetryOptions,
+  resolveTimeoutOptions,
+  type TimeoutOptions,
+} from './options.js';
+import { createPolicies, type PolicyOptions } from './policy/policies.js';
+import { memoryStore } from './store/memory.js';
+import type { StateStore } from './store/store.js';
+
+/** The options of a staunch client, whatever its transport. Durations in ms. */
+export interface ClientOptions extends PolicyOptions {
+  /** Retry policy; a number is the attempts, `false` is one attempt. @default { attempts: 3 } */
+  retry?: RetryOptions | number | boolean;
+  /** Deadlines; a number is `{ total }`, `false` disables both. @default { attempt: 60_000, total: 300_000 } */
+  timeout?: TimeoutOptions | number | false;
+  /** Idempotency key header, and whether to add one to POST/PATCH. @default { header: 'Idempotency-Key', auto: false } */
+  idempotency?: IdempotencyOptions;
+  /** Typed event listeners. @default {} */
+  on?: StaunchListeners;
+  /** Time source, for tests and the lab's simulator. @default systemClock */
+  clock?: Clock;
+  /** Random source in [0, 1). @default Math.random */
+  random?: Random;
+}
+
+/** The keys of {@link ClientOptions}. */
+export const CLIENT_KEYS: readonly string[] = Object.freeze([
+  'retry',
+  'timeout',
+  'idempotency',
+  'on',
+  'clock',
+  'random',
+  'breaker',
+  'budget',
+  'rateLimit',
+  'concurrency',
+  'store',
+  'key',
+]);
+
+const LISTENER_KEYS = [
+  'attemptStart',
+  'attempt',
+  'retry',
+  'giveUp',
+  'breakerStateChange',
+  'storeDegraded',
+  'storeRecovered',
+] as const;
+
+/** @internal A resolved client. */
+export interface Client {
+  readonly executor: Executor;
+  readonly retry: ResolvedRetryOptions;
+  readonly timeout: ResolvedTimeoutOptions;
+  readonly idempotency: ResolvedIdempotencyOptions;
+  readonly random: Random;
+}
+
+/** Checks the listeners object; returns it (or `{}`). */
+export function checkListeners(on: unknown): StaunchListeners {
+  if (on === undefined) return {};
+  const o = checkObject('on', on, LISTENER_KEYS);
+  for (const [name, listener] of Object.entries(o)) {
+    if (listener !== undefined && typeof listener !== 'function') {
+      throw new TypeError(`on.${name} must be a function, got ${describe(listener)}`);
+    }
+  }
+  return { ...(o as StaunchListeners) };
+}
+
+/**
+ * Validates `options` (already checked for unknown keys by the caller, or
+ * here against {@link CLIENT_KEYS} when `label` is given) and builds the
+ * executor. `decorate` may wrap the listeners (staunch/undici publishes them
+ * on diagnostics channels too).
+ */
+export function resolveClient(
+  options: ClientOptions,
+  decorate: (on: StaunchListeners) => StaunchListeners = (on) => on,
+): Client {
+  const user = checkListeners(options.on);
+  const retry = resolveRetryOptions(options.retry);
+  const timeout = resolveTimeoutOptions(options.timeout);
+  const idempotency = resolveIdempotencyOptions(options.idempotency);
+  const clock = checkClock(options.clock) ?? systemClock;
+  const random = checkRandom(options.random) ?? Math.random;
+  const store = options.store ?? memoryStore();
+  if (typeof (store as Partial<StateStore>).run !== 'function') {
+    throw new TypeError(
+      `store must be a StateStore (memoryStore(), redisStore()), got ${describe(store)}`,
+    );
+  }
+  const on = decorate(user);
+  const policies = createPolicies(options, store, clock, (change) =>
+    emit(on.breakerStateChange, { ...change }),
+  );
+  if (typeof store.onStatus === 'function') {
+    const { storeDegraded, storeRecovered } = user;
+    if (storeDegraded !== undefined || storeRecovered !== undefined) {
+      store.onStatus(({ status, error }) =>
+        emit(
+          status === 'degraded' ? storeDegraded : storeRecovered,
+          error === undefined ? {} : { error },
+        ),
+      );
+    }
+  }
+  const executor = new Executor({ clock, random, on, policies });
+  return Object.freeze({ executor, retry, timeout, idempotency, random });
+}
