@@ -6,7 +6,7 @@
  * (./rate-ops.ts), so a fleet sharing a store shares one bucket per key.
  */
 import { type Clock, noop, startTimer } from '../internal/clock.js';
-import type { Json, StateStore, StoreOperation } from '../store/store.js';
+import type { StateStore } from '../store/store.js';
 import { METER_BUCKET_MS, type Meter, meterRate, meterRecord } from './rate-meter.js';
 import {
   type RateAcquireArgs,
