@@ -6,6 +6,7 @@
  * (./rate-ops.ts), so a fleet sharing a store shares one bucket per key.
  */
 import { type Clock, noop, startTimer } from '../internal/clock.js';
+import { linkSignal } from '../internal/signals.js';
 import type { StateStore } from '../store/store.js';
 import { METER_BUCKET_MS, type Meter, meterRate, meterRecord } from './rate-meter.js';
 import {
@@ -46,7 +47,7 @@ export const ADAPTIVE: Readonly<Omit<RateConfig, 'rps' | 'burst'>> = Object.free
   /** A learned rate is forgotten this long (ms) after the key's last use. */
   memoryMs: 300_000,
   /** A throttle multiplies the rate by this. */
-  beta: 0.7,
+  beta: 0.85,
   /** CUBIC's C: how fast the rate grows back. */
   scale: 0.4,
   /** Floor of the learned rate, per second. */
@@ -120,8 +121,10 @@ interface Local {
   meter: Meter | undefined;
   active: boolean;
   lastUse: number;
-  /** Waiters of this process for this key, in arrival order. */
+  /** Waiters of this process for this key, in arrival order, from `head` on. */
   readonly queue: Waiter[];
+  /** Index of the first waiter still in `queue` (a deque: no `shift()`, which is O(n)). */
+  head: number;
   pumping: boolean;
   /** ms per token at the last known rate, to refuse at once a wait that cannot fit. */
   interval: number;
@@ -177,14 +180,15 @@ export class RateLimiter {
       this.#sent(local);
       return Promise.resolve(OK);
     }
-    const ahead = local.queue.length * local.interval;
+    const ahead = (local.queue.length - local.head) * local.interval;
     if (ahead > maxWait) return Promise.resolve({ ok: false, retryAfter: Math.ceil(ahead) });
     return new Promise<RateLimitDecision>((resolve, reject) => {
       let cancelTimer = noop;
+      let unlink = noop;
       const finish = (): void => {
         waiter.done = true;
         cancelTimer();
-        signal?.removeEventListener('abort', onAbort);
+        unlink();
       };
       const waiter: Waiter = {
         deadline: this.#clock.now() + maxWait,
@@ -198,12 +202,14 @@ export class RateLimiter {
           reject(reason);
         },
       };
-      const onAbort = (): void => {
-        if (!waiter.done) waiter.reject(signal?.reason);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
+      // One listener per caller signal however many waiters share it (src/internal/signals.ts).
+      if (signal !== undefined) {
+        unlink = linkSignal(signal, (reason) => {
+          if (!waiter.done) waiter.reject(reason);
+        });
+      }
       // The head's wait is bounded by its reservation; a waiter behind others needs a timer.
-      if (local.queue.length > 0 && Number.isFinite(maxWait)) {
+      if (local.queue.length > local.head && Number.isFinite(maxWait)) {
         cancelTimer = startTimer(this.#clock, maxWait, () => {
           if (!waiter.done) waiter.resolve({ ok: false, retryAfter: local.interval });
         });
@@ -266,10 +272,10 @@ export class RateLimiter {
     local.pumping = true;
     let held: number | null = null;
     try {
-      while (local.queue.length > 0) {
-        const head = local.queue[0]!;
+      while (local.queue.length > local.head) {
+        const head = local.queue[local.head]!;
         if (head.done) {
-          local.queue.shift();
+          this.#shift(local);
           continue;
         }
         const now = this.#clock.now();
@@ -294,7 +300,10 @@ export class RateLimiter {
         if (!r.engaged) {
           // The learned rate was forgotten: everyone goes, at no cost again.
           local.active = false;
-          for (const w of local.queue.splice(0)) if (!w.done) this.#grant(local, w);
+          const rest = local.queue.splice(local.head);
+          local.queue.length = 0;
+          local.head = 0;
+          for (const w of rest) if (!w.done) this.#grant(local, w);
           held = null;
           break;
         }
@@ -305,13 +314,25 @@ export class RateLimiter {
         }
         held = null;
         if (head.done) continue;
-        local.queue.shift();
+        this.#shift(local);
         this.#grant(local, head);
       }
     } finally {
       local.pumping = false;
       local.wake = undefined;
       if (held !== null) this.#refund(key, held);
+    }
+  }
+
+  /** Drops the queue's head; compacts the array once half of it is spent. */
+  #shift(local: Local): void {
+    local.head++;
+    if (local.head === local.queue.length) {
+      local.queue.length = 0;
+      local.head = 0;
+    } else if (local.head >= 1024 && local.head * 2 >= local.queue.length) {
+      local.queue.splice(0, local.head);
+      local.head = 0;
     }
   }
 
@@ -383,6 +404,7 @@ export class RateLimiter {
         active: false,
         lastUse: this.#clock.now(),
         queue: [],
+        head: 0,
         pumping: false,
         interval: 0,
         wake: undefined,
@@ -396,7 +418,7 @@ export class RateLimiter {
   #sweep(): void {
     const before = this.#clock.now() - IDLE_MS;
     for (const [key, local] of this.#keys) {
-      if (!local.active && local.queue.length === 0 && local.lastUse < before)
+      if (!local.active && local.queue.length === local.head && local.lastUse < before)
         this.#keys.delete(key);
     }
     this.#calls = 0;

@@ -227,7 +227,7 @@ describe('RateLimiter, adaptive', () => {
     expect(s.limiter.active(KEY)).toBe(true);
     const state = s.state();
     expect(state?.wMax).toBeCloseTo(50, 0);
-    expect(state?.rate).toBeCloseTo(0.7 * 50, 0);
+    expect(state?.rate).toBeCloseTo(ADAPTIVE.beta * 50, 0);
   });
 
   it('engages on a response saying the quota is at zero', async () => {
