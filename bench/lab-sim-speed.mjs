@@ -1,0 +1,55 @@
+#!/usr/bin/env node
+/**
+ * The simulator's speed: the reference burst (100 000 logical requests over
+ * 60 virtual seconds, the default `overload` scenario), one strategy at a
+ * time in this thread, then all five with the CLI's two worker threads.
+ *
+ *   npm run build && node bench/lab-sim-speed.mjs [--requests N] [--strategies a,b]
+ */
+import { parseArgs } from 'node:util';
+
+const { values } = parseArgs({
+  options: {
+    requests: { type: 'string' },
+    strategies: { type: 'string' },
+    help: { type: 'boolean' },
+  },
+});
+if (values.help) {
+  console.log('npm run build && node bench/lab-sim-speed.mjs [--requests N] [--strategies a,b]');
+  process.exit(0);
+}
+let lab;
+try {
+  lab = await import('../dist/lab/index.js');
+} catch {
+  console.error('dist/ is missing: run `npm run build` first');
+  process.exit(1);
+}
+const options = {
+  scenario: 'overload',
+  ...(values.requests && { requests: Number(values.requests) }),
+};
+const names = values.strategies ? values.strategies.split(',') : lab.STRATEGIES;
+const config = lab.resolveLabOptions({ ...options, strategies: names });
+const arrivals = lab.scenarioArrivals(config);
+console.log(
+  `${config.requests} requests over ${config.span / 1000} virtual seconds, node ${process.version}`,
+);
+let attempts = 0;
+let sum = 0;
+for (const name of names) {
+  const began = performance.now();
+  const trace = await lab.simulateStrategy(config, name, arrivals);
+  const ms = performance.now() - began;
+  sum += ms;
+  attempts += trace.arrivals.length;
+  const perAttempt = (ms * 1000) / trace.arrivals.length;
+  console.log(
+    `${name.padEnd(13)} ${(ms / 1000).toFixed(2).padStart(6)} s  ${trace.arrivals.length} attempts  ${perAttempt.toFixed(1)} µs/attempt`,
+  );
+}
+console.log(`sum ${(sum / 1000).toFixed(2)} s for ${attempts} attempts`);
+const began = performance.now();
+await lab.runLab({ ...options, strategies: names }, { workers: 2 });
+console.log(`all, 2 worker threads: ${((performance.now() - began) / 1000).toFixed(2)} s`);

@@ -1,0 +1,386 @@
+/**
+ * `staunch lab`: flags → `LabOptions`, runs the lab, prints the table (or
+ * `--json`), writes `--report`. Bad input: one line naming the flag and what
+ * it accepts, exit code 2, no stack.
+ */
+import { writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import {
+  LabOptionError,
+  type LabOptions,
+  PRESETS,
+  RETRY_AFTER_MODES,
+  renderReport,
+  renderTable,
+  resolveLabOptions,
+  runLab,
+  SCENARIOS,
+  STRATEGIES,
+  toJson,
+} from '../lab/index.js';
+import type { Outage } from '../lab/server-model.js';
+
+/** Where the command writes. */
+export interface CliIo {
+  out: (text: string) => void;
+  err: (text: string) => void;
+  /** Whether `err` is a terminal (progress is redrawn in place). */
+  errIsTty: boolean;
+}
+
+/** A usage error: printed as one line, exit code 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+type Kind = 'number' | 'integer' | 'string' | 'list' | 'outage' | 'flag';
+interface Flag {
+  flag: string;
+  option?: keyof LabOptions | 'workers';
+  kind: Kind;
+  value?: string;
+  help: string;
+  def: string;
+}
+
+const sim = PRESETS.sim.overload;
+const FLAGS: Flag[] = [
+  {
+    flag: 'scenario',
+    option: 'scenario',
+    kind: 'string',
+    value: 'NAME',
+    help: SCENARIOS.join(' | '),
+    def: 'overload',
+  },
+  {
+    flag: 'mode',
+    option: 'mode',
+    kind: 'string',
+    value: 'MODE',
+    help: 'sim (virtual time) | live (real server on 127.0.0.1)',
+    def: 'sim',
+  },
+  {
+    flag: 'strategies',
+    option: 'strategies',
+    kind: 'list',
+    value: 'LIST',
+    help: `comma-separated: ${STRATEGIES.join(',')}`,
+    def: 'all',
+  },
+  {
+    flag: 'seed',
+    option: 'seed',
+    kind: 'integer',
+    value: 'N',
+    help: 'seed of every random draw',
+    def: '1',
+  },
+  {
+    flag: 'requests',
+    option: 'requests',
+    kind: 'integer',
+    value: 'N',
+    help: 'logical requests',
+    def: `${sim.requests} (overload, sim)`,
+  },
+  {
+    flag: 'span',
+    option: 'span',
+    kind: 'number',
+    value: 'MS',
+    help: 'ms over which they arrive (0 = all at once)',
+    def: `${sim.span}`,
+  },
+  {
+    flag: 'peak',
+    option: 'peak',
+    kind: 'number',
+    value: 'X',
+    help: 'overload: peak demand as a multiple of capacity',
+    def: `${sim.peak}`,
+  },
+  {
+    flag: 'capacity',
+    option: 'capacity',
+    kind: 'number',
+    value: 'RPS',
+    help: "the upstream's requests per second",
+    def: `${sim.server.capacity} (overload, sim)`,
+  },
+  {
+    flag: 'burst',
+    option: 'burst',
+    kind: 'number',
+    value: 'N',
+    help: "the upstream's token bucket size",
+    def: 'capacity / 10',
+  },
+  {
+    flag: 'service-time',
+    option: 'serviceTime',
+    kind: 'number',
+    value: 'MS',
+    help: 'ms from start of service to response',
+    def: `${sim.server.serviceTime}`,
+  },
+  {
+    flag: 'rtt',
+    option: 'rtt',
+    kind: 'number',
+    value: 'MS',
+    help: 'round trip, ms (sim only)',
+    def: `${sim.rtt}`,
+  },
+  {
+    flag: 'queue',
+    option: 'queue',
+    kind: 'integer',
+    value: 'N',
+    help: 'requests that may wait at the upstream instead of a 429',
+    def: '0',
+  },
+  {
+    flag: 'retry-after',
+    option: 'retryAfter',
+    kind: 'string',
+    value: 'MODE',
+    help: `on a 429: ${RETRY_AFTER_MODES.join(' | ')} (ms = retry-after-ms)`,
+    def: 'none',
+  },
+  {
+    flag: 'reject-cost',
+    option: 'rejectCost',
+    kind: 'number',
+    value: 'F',
+    help: 'share of capacity one refusal consumes, 0..1',
+    def: `${sim.server.rejectCost}`,
+  },
+  {
+    flag: 'failure-rate',
+    option: 'failureRate',
+    kind: 'number',
+    value: 'F',
+    help: 'probability of a random 503, 0..1',
+    def: '0 (flaky: 0.05)',
+  },
+  {
+    flag: 'outage',
+    option: 'outages',
+    kind: 'outage',
+    value: 'FROM-TO',
+    help: 'a 503 window in ms, repeatable; "none" for none',
+    def: 'per scenario',
+  },
+  {
+    flag: 'deadline',
+    option: 'deadline',
+    kind: 'number',
+    value: 'MS',
+    help: 'deadline of each logical request, > 0',
+    def: `${sim.deadline}`,
+  },
+  {
+    flag: 'attempts',
+    option: 'attempts',
+    kind: 'integer',
+    value: 'N',
+    help: 'attempt cap per request, first included',
+    def: `${sim.attempts}`,
+  },
+  {
+    flag: 'clients',
+    option: 'clients',
+    kind: 'integer',
+    value: 'N',
+    help: 'independent staunch clients (round robin)',
+    def: '1 (herd: one per request)',
+  },
+  {
+    flag: 'workers',
+    option: 'workers',
+    kind: 'integer',
+    value: 'N',
+    help: 'sim: strategies simulated at once (threads)',
+    def: '2',
+  },
+  { flag: 'json', kind: 'flag', help: 'print one JSON object instead of the table', def: 'off' },
+  {
+    flag: 'report',
+    kind: 'string',
+    value: 'FILE',
+    help: 'write a self-contained HTML report',
+    def: 'none',
+  },
+  { flag: 'help', kind: 'flag', help: 'this help', def: '' },
+];
+
+/** The help text of `staunch lab`. */
+export function labHelp(): string {
+  const left = FLAGS.map((f) => `  --${f.flag}${f.value ? ` ${f.value}` : ''}`);
+  const width = Math.max(...left.map((l) => l.length)) + 2;
+  const lines = FLAGS.map(
+    (f, i) => `${left[i]!.padEnd(width)}${f.help}${f.def ? ` [default: ${f.def}]` : ''}`,
+  );
+  const presets = SCENARIOS.map((name) => {
+    const s = PRESETS.sim[name];
+    const l = PRESETS.live[name];
+    const outage = s.server.outages.map((w) => ` outage ${w.start}-${w.end}`).join('');
+    return `  ${name.padEnd(9)} sim: ${s.requests} requests, ${s.arrivals} over ${s.span} ms, capacity ${s.server.capacity}/s${outage}${s.server.failureRate ? `, failure rate ${s.server.failureRate}` : ''}; live: ${l.requests} requests, capacity ${l.server.capacity}/s`;
+  });
+  return [
+    'Usage: staunch lab [options]',
+    '',
+    'What each retry strategy does to an upstream of limited capacity, against the optimum.',
+    'Durations in ms, rates per second.',
+    '',
+    ...lines,
+    '',
+    'Scenario defaults:',
+    ...presets,
+    '',
+    'Modes: sim is deterministic for a seed; live runs a real node:http server in a child',
+    'process on 127.0.0.1 (bounded in time and requests) and real sockets.',
+    'Exit codes: 0 done, 1 failed, 2 bad usage.',
+  ].join('\n');
+}
+
+const NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?$/i;
+
+function flagOf(option: string): string {
+  return FLAGS.find((f) => f.option === option)?.flag ?? option;
+}
+
+function parseNumber(f: Flag, raw: string): number {
+  if (!NUMBER.test(raw.trim())) {
+    const what = f.kind === 'integer' ? 'an integer' : 'a number';
+    throw new UsageError(`--${f.flag} must be ${what}, got ${JSON.stringify(raw)}`);
+  }
+  return Number(raw);
+}
+
+function parseOutages(raws: string[]): Outage[] {
+  if (raws.length === 1 && raws[0] === 'none') return [];
+  return raws.map((raw) => {
+    const m = /^(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?)$/.exec(raw.trim());
+    if (m === null || Number(m[2]) <= Number(m[1])) {
+      throw new UsageError(
+        `--outage must be FROM-TO in ms with FROM < TO (e.g. 10000-25000) or none, got ${JSON.stringify(raw)}`,
+      );
+    }
+    return { start: Number(m[1]), end: Number(m[2]) };
+  });
+}
+
+/** Turns argv (after `lab`) into options, or throws a UsageError. */
+export function parseLabArgs(argv: string[]): {
+  options: LabOptions;
+  workers: number;
+  json: boolean;
+  report: string | undefined;
+  help: boolean;
+} {
+  const spec: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }> =
+    {};
+  for (const f of FLAGS) {
+    spec[f.flag] = { type: f.kind === 'flag' ? 'boolean' : 'string' };
+    if (f.kind === 'outage') spec[f.flag]!.multiple = true;
+  }
+  spec.help!.short = 'h';
+  // `--capacity -5`: a negative number is the flag's value (to be refused as such), not a flag.
+  const args: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const name = argv[i]!.startsWith('--') ? argv[i]!.slice(2) : '';
+    const next = argv[i + 1];
+    if (spec[name]?.type === 'string' && next !== undefined && /^-[\d.]/.test(next)) {
+      args.push(`--${name}=${next}`);
+      i++;
+    } else args.push(argv[i]!);
+  }
+  let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+  try {
+    ({ values } = parseArgs({ args, options: spec, strict: true, allowPositionals: false }));
+  } catch (error) {
+    const message = (error as Error).message.split('\n')[0]!.replace(/\.$/, '');
+    throw new UsageError(`${message} (see staunch lab --help)`);
+  }
+  const options: Record<string, unknown> = {};
+  let workers = 2;
+  for (const f of FLAGS) {
+    const raw = values[f.flag];
+    if (raw === undefined || f.option === undefined) continue;
+    let value: unknown;
+    if (f.kind === 'number' || f.kind === 'integer') value = parseNumber(f, raw as string);
+    else if (f.kind === 'list') value = (raw as string).split(',').map((s) => s.trim());
+    else if (f.kind === 'outage') value = parseOutages(raw as string[]);
+    else value = raw;
+    if (f.option === 'workers') {
+      if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > 64) {
+        throw new UsageError(`--workers must be an integer >= 1 and <= 64, got ${String(raw)}`);
+      }
+      workers = value as number;
+    } else options[f.option] = value;
+  }
+  const report = values.report as string | undefined;
+  if (report !== undefined && report.trim() === '') {
+    throw new UsageError('--report must be a file name, got ""');
+  }
+  return {
+    options: options as LabOptions,
+    workers,
+    json: values.json === true,
+    report,
+    help: values.help === true,
+  };
+}
+
+/** Runs `staunch lab` with `argv` (the arguments after `lab`); resolves with the exit code. */
+export async function labCommand(argv: string[], io: CliIo): Promise<number> {
+  let parsed: ReturnType<typeof parseLabArgs>;
+  try {
+    parsed = parseLabArgs(argv);
+    if (parsed.help) {
+      io.out(`${labHelp()}\n`);
+      return 0;
+    }
+    // Validate everything before any work starts.
+    resolveLabOptions(parsed.options);
+  } catch (error) {
+    return usage(error, io);
+  }
+  let transient = false;
+  let lastLine = 0;
+  const progress = (line: string): void => {
+    if (io.errIsTty) {
+      io.err(`\r\x1b[2K${line}`);
+      transient = true;
+    } else if (Date.now() - lastLine > 5_000 || line.includes('done')) {
+      lastLine = Date.now();
+      io.err(`${line}\n`);
+    }
+  };
+  const began = performance.now();
+  const result = await runLab(parsed.options, { workers: parsed.workers, progress });
+  if (transient) io.err('\r\x1b[2K');
+  const wall = ((performance.now() - began) / 1000).toFixed(1);
+  if (parsed.json) io.out(`${JSON.stringify(toJson(result), null, 2)}\n`);
+  else io.out(`${renderTable(result)}\nwall time ${wall} s\n`);
+  if (parsed.report !== undefined) {
+    await writeFile(parsed.report, renderReport(result));
+    io.err(`report written to ${parsed.report}\n`);
+  }
+  return 0;
+}
+
+function usage(error: unknown, io: CliIo): number {
+  if (error instanceof UsageError) {
+    io.err(`staunch lab: ${error.message}\n`);
+    return 2;
+  }
+  if (error instanceof LabOptionError) {
+    io.err(`staunch lab: --${flagOf(error.option)} must be ${error.accepted}, got ${error.got}\n`);
+    return 2;
+  }
+  throw error;
+}

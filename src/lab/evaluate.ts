@@ -1,0 +1,108 @@
+/**
+ * From traces to results: the optimum, the goodput window, every strategy's
+ * metrics and chart series. Shared by the simulator and the live runner, so
+ * both modes are measured by the same formulas.
+ */
+import { arrivalTimes } from './arrivals.js';
+import { computeMetrics, type StrategyMetrics } from './metrics.js';
+import { type Optimum, optimum } from './optimum.js';
+import type { LabConfig } from './options.js';
+import { seededRandom } from './random.js';
+import {
+  type ArrivalSeries,
+  arrivalSeries,
+  binWidth,
+  type LatencyCdf,
+  latencyCdf,
+} from './series.js';
+import type { RunTrace } from './trace.js';
+
+/** One strategy (or live peer) of a lab run, measured. */
+export interface StrategyResult extends StrategyMetrics {
+  /** What the strategy is, in one line. */
+  readonly description: string;
+  /** Server arrivals over time, for the report. */
+  readonly series: ArrivalSeries;
+  /** Latency distribution of successes, for the report. */
+  readonly latency: LatencyCdf;
+  /** Wall time the run took, ms. */
+  readonly wallMs: number;
+}
+
+/** The result of a lab run. */
+export interface LabResult {
+  readonly config: LabConfig;
+  /** The optimum, with its goodput over the same window as the strategies'. */
+  readonly optimum: Optimum & { readonly goodput: number };
+  /** Where goodput is measured, ms from the start: demand over capacity in the optimum, else the arrival span. */
+  readonly window: readonly [number, number];
+  readonly strategies: readonly StrategyResult[];
+}
+
+/** A trace to evaluate, with its name and description. */
+export interface NamedTrace {
+  readonly name: string;
+  readonly description: string;
+  readonly trace: RunTrace;
+  readonly wallMs: number;
+}
+
+/** The arrival times of `config`'s logical requests (ms, sorted), from its seed. */
+export function scenarioArrivals(config: LabConfig): Float64Array {
+  return arrivalTimes(
+    config.arrivals,
+    config.requests,
+    config.span,
+    config.peak * config.server.capacity,
+    seededRandom(config.seed, 'arrivals'),
+  );
+}
+
+/** Measures `traces` against the scenario of `config` whose requests arrived at `arrivals`. */
+export function evaluate(
+  config: LabConfig,
+  arrivals: ArrayLike<number>,
+  traces: readonly NamedTrace[],
+): LabResult {
+  const best = optimum({
+    arrivals,
+    server: config.server,
+    rtt: config.rtt,
+    deadline: config.deadline,
+    attempts: config.attempts,
+  });
+  const lastArrival = arrivals.length === 0 ? 0 : arrivals[arrivals.length - 1]!;
+  const window: readonly [number, number] = best.saturated ?? [0, Math.max(1000, lastArrival)];
+  const outages = config.server.outages;
+  const outageEnd = outages.length === 0 ? undefined : Math.max(...outages.map((w) => w.end));
+  let span = Math.max(1000, lastArrival);
+  for (const { trace } of traces) {
+    for (let i = 0; i < trace.end.length; i++) if (trace.end[i]! > span) span = trace.end[i]!;
+  }
+  const bin = binWidth(span);
+  const strategies = traces.map(({ name, description, trace, wallMs }) => ({
+    ...computeMetrics(name, trace, {
+      deadline: config.deadline,
+      capacity: config.server.capacity,
+      window,
+      outageEnd,
+    }),
+    description,
+    series: arrivalSeries(trace, span, bin),
+    latency: latencyCdf(trace, config.deadline),
+    wallMs,
+  }));
+  const seconds = (window[1] - window[0]) / 1000;
+  return {
+    config,
+    optimum: {
+      ...best,
+      goodput:
+        best.saturated === null
+          ? best.successes / seconds
+          : config.server.capacity * (1 - config.server.failureRate),
+    },
+    window,
+    strategies,
+  };
+}

@@ -1,0 +1,54 @@
+/**
+ * `staunch/lab`: the storm lab. It measures what each retry strategy (four
+ * backoff loops and staunch's defaults, all run by staunch's own executor and
+ * policies) does to an upstream of limited capacity, in virtual time or on
+ * real sockets, against the scenario's theoretical optimum. See docs/lab.md.
+ *
+ * @example
+ * import { runLab, renderTable, renderReport } from 'staunch/lab';
+ * const result = await runLab({ scenario: 'overload', seed: 7 });
+ * console.log(renderTable(result));
+ */
+
+export type { ArrivalShape, BurstProfile } from './arrivals.js';
+export { arrivalTimes, burstProfile } from './arrivals.js';
+export type { LabResult, NamedTrace, StrategyResult } from './evaluate.js';
+export { evaluate, scenarioArrivals } from './evaluate.js';
+export type { LabJson } from './format.js';
+export { describeScenario, renderTable, toJson } from './format.js';
+export type { LiveClient, LiveRequest } from './live.js';
+export { runLive, strategyClient } from './live.js';
+export type { MetricsContext, StrategyMetrics } from './metrics.js';
+export {
+  computeMetrics,
+  HERD_BIN_MS,
+  HERD_MIN_RETRIES,
+  herdPeak,
+  quantile,
+  recoveryTime,
+} from './metrics.js';
+export type { Optimum, OptimumInput } from './optimum.js';
+export { optimum } from './optimum.js';
+export type { LabConfig, LabMode, LabOptions, ScenarioName, StrategyName } from './options.js';
+export {
+  LabOptionError,
+  MODES,
+  PRESETS,
+  RETRY_AFTER_MODES,
+  resolveLabOptions,
+  SCENARIOS,
+  STRATEGIES,
+} from './options.js';
+export { seededRandom } from './random.js';
+export { renderReport } from './report.js';
+export type { RunLabHooks } from './run.js';
+export { runLab } from './run.js';
+export type { ArrivalSeries, LatencyCdf } from './series.js';
+export type { Outage, RetryAfterMode, ServerOptions, ServerVerdict } from './server-model.js';
+export { ServerModel } from './server-model.js';
+export { SIM_EPOCH, simulateStrategy } from './sim.js';
+export type { StrategyConfig } from './strategies.js';
+export { strategyConfig } from './strategies.js';
+export type { RunTrace } from './trace.js';
+export { TraceRecorder } from './trace.js';
+export { VirtualClock } from './virtual-clock.js';

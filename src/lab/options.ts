@@ -1,0 +1,336 @@
+/**
+ * The lab's options: scenarios with their defaults (per mode), strategies,
+ * and the validation that turns user input into a frozen `LabConfig`.
+ * Every error names the option, the accepted values and what it got.
+ */
+import { describe } from '../internal/validate.js';
+import { type ArrivalShape, burstProfile } from './arrivals.js';
+import type { Outage, RetryAfterMode, ServerOptions } from './server-model.js';
+
+/** The scenarios the lab knows. */
+export type ScenarioName = 'overload' | 'outage' | 'flaky' | 'herd';
+/** The retry strategies it compares: four backoff loops and staunch's defaults. */
+export type StrategyName = 'fixed' | 'exponential' | 'full-jitter' | 'decorrelated' | 'staunch';
+/** Virtual time (deterministic) or a real server on loopback. */
+export type LabMode = 'sim' | 'live';
+
+/** Every scenario, in the order the help lists them. */
+export const SCENARIOS: readonly ScenarioName[] = Object.freeze([
+  'overload',
+  'outage',
+  'flaky',
+  'herd',
+]);
+/** Every strategy, in the order the table shows them. */
+export const STRATEGIES: readonly StrategyName[] = Object.freeze([
+  'fixed',
+  'exponential',
+  'full-jitter',
+  'decorrelated',
+  'staunch',
+]);
+/** The two modes. */
+export const MODES: readonly LabMode[] = Object.freeze(['sim', 'live']);
+/** How a 429 may announce its wait. */
+export const RETRY_AFTER_MODES: readonly RetryAfterMode[] = Object.freeze([
+  'none',
+  'seconds',
+  'ms',
+]);
+
+/** Options of a lab run; anything left out takes the scenario's default for the mode. */
+export interface LabOptions {
+  /** @default 'overload' */
+  scenario?: ScenarioName | undefined;
+  /** @default 'sim' */
+  mode?: LabMode | undefined;
+  /** @default all five, in the order of `STRATEGIES` */
+  strategies?: readonly StrategyName[] | undefined;
+  /** Seed of every random draw (arrivals, jitter, the server's failures). @default 1 */
+  seed?: number | undefined;
+  /** Logical requests. @default per scenario (overload: 100 000 in sim, 2 000 live) */
+  requests?: number | undefined;
+  /** ms over which they arrive (0 = all at once). @default per scenario */
+  span?: number | undefined;
+  /** Overload: peak demand as a multiple of capacity. @default 4.9 */
+  peak?: number | undefined;
+  /** The upstream's requests per second. @default per scenario (overload: 2 000 in sim, 200 live) */
+  capacity?: number | undefined;
+  /** Token-bucket size. @default capacity / 10 */
+  burst?: number | undefined;
+  /** ms from start of service to response. @default 50 */
+  serviceTime?: number | undefined;
+  /** Round trip between client and upstream, ms (sim only; live has the real one). @default 2 */
+  rtt?: number | undefined;
+  /** Requests that may queue at the upstream instead of being refused. @default 0 */
+  queue?: number | undefined;
+  /** How a 429 announces when to return. @default 'none' */
+  retryAfter?: RetryAfterMode | undefined;
+  /** Share of a request's capacity that refusing one consumes. @default 0.1 */
+  rejectCost?: number | undefined;
+  /** Probability that a served request fails with 503. @default 0 (flaky: 0.05) */
+  failureRate?: number | undefined;
+  /** Windows answering 503, ms from the run's start. @default per scenario */
+  outages?: readonly Outage[] | undefined;
+  /** Deadline of each logical request, ms. @default 60 000 */
+  deadline?: number | undefined;
+  /** Attempt cap per logical request, the first included. @default 6 */
+  attempts?: number | undefined;
+  /** Independent staunch clients the requests are spread over (round robin). @default 1 (herd: one per request) */
+  clients?: number | undefined;
+}
+
+/** A resolved, validated lab run. */
+export interface LabConfig {
+  readonly scenario: ScenarioName;
+  readonly mode: LabMode;
+  readonly strategies: readonly StrategyName[];
+  readonly seed: number;
+  readonly requests: number;
+  readonly span: number;
+  readonly peak: number;
+  readonly arrivals: ArrivalShape;
+  readonly server: ServerOptions;
+  readonly rtt: number;
+  readonly deadline: number;
+  readonly attempts: number;
+  readonly clients: number;
+}
+
+type Preset = Omit<LabConfig, 'scenario' | 'mode' | 'strategies' | 'seed' | 'server'> & {
+  server: Omit<ServerOptions, 'burst'>;
+};
+
+const SERVER: Omit<ServerOptions, 'burst' | 'capacity'> = {
+  serviceTime: 50,
+  queue: 0,
+  retryAfter: 'none',
+  rejectCost: 0.1,
+  outages: [],
+  failureRate: 0,
+};
+const CLIENT = { rtt: 2, deadline: 60_000, attempts: 6, clients: 1, peak: 4.9 };
+
+function preset(
+  arrivals: ArrivalShape,
+  requests: number,
+  span: number,
+  server: Partial<ServerOptions> & { capacity: number },
+  extra: Partial<Preset> = {},
+): Preset {
+  return { ...CLIENT, arrivals, requests, span, server: { ...SERVER, ...server }, ...extra };
+}
+
+/**
+ * Defaults of each scenario. Sim: the reference burst (100 000 requests
+ * peaking at 4.9 × a 2 000 req/s quota). Live: the same shapes scaled down
+ * so that a run on loopback stays short and bounded.
+ */
+export const PRESETS: Readonly<Record<LabMode, Readonly<Record<ScenarioName, Preset>>>> = {
+  sim: {
+    overload: preset('burst', 100_000, 60_000, { capacity: 2_000 }),
+    outage: preset('steady', 12_000, 60_000, {
+      capacity: 400,
+      outages: [{ start: 10_000, end: 25_000 }],
+    }),
+    flaky: preset('steady', 20_000, 40_000, { capacity: 1_000, failureRate: 0.05 }),
+    herd: preset(
+      'instant',
+      1_000,
+      0,
+      { capacity: 500, outages: [{ start: 0, end: 2_000 }] },
+      { clients: 1_000 },
+    ),
+  },
+  live: {
+    overload: preset('burst', 2_000, 10_000, { capacity: 200 }),
+    outage: preset('steady', 1_200, 20_000, {
+      capacity: 120,
+      outages: [{ start: 5_000, end: 10_000 }],
+    }),
+    flaky: preset('steady', 1_000, 10_000, { capacity: 200, failureRate: 0.05 }),
+    herd: preset(
+      'instant',
+      500,
+      0,
+      { capacity: 250, outages: [{ start: 0, end: 2_000 }] },
+      { clients: 500 },
+    ),
+  },
+};
+
+/** A Type/RangeError that says which option was wrong and what it accepts. */
+export class LabOptionError extends RangeError {
+  /** The option's name, as in `LabOptions`. */
+  readonly option: string;
+  /** What the option accepts, in words. */
+  readonly accepted: string;
+  /** What it got, as shown in the message. */
+  readonly got: string;
+
+  constructor(option: string, accepted: string, value: unknown) {
+    const got = describe(value);
+    super(`${option} must be ${accepted}, got ${got}`);
+    this.name = 'RangeError';
+    this.option = option;
+    this.accepted = accepted;
+    this.got = got;
+  }
+}
+
+function oneOf<T extends string>(option: string, value: unknown, allowed: readonly T[]): T {
+  if (typeof value !== 'string' || !allowed.includes(value as T)) {
+    throw new LabOptionError(option, `one of ${allowed.join(', ')}`, value);
+  }
+  return value as T;
+}
+
+interface Rule {
+  min: number;
+  max?: number;
+  exclusiveMin?: boolean;
+  integer?: boolean;
+}
+
+function num(option: string, value: unknown, fallback: number, rule: Rule): number {
+  if (value === undefined) return fallback;
+  const { min, max = Number.POSITIVE_INFINITY, exclusiveMin = false, integer = false } = rule;
+  const ok =
+    typeof value === 'number' &&
+    Number.isFinite(value) &&
+    (exclusiveMin ? value > min : value >= min) &&
+    value <= max &&
+    (!integer || Number.isInteger(value));
+  if (!ok) {
+    const kind = integer ? 'an integer' : 'a number';
+    const low = `${exclusiveMin ? '>' : '>='} ${min}`;
+    const high = Number.isFinite(max) ? ` and <= ${max}` : '';
+    throw new LabOptionError(option, `${kind} ${low}${high}`, value);
+  }
+  return value as number;
+}
+
+const KEYS = [
+  'scenario',
+  'mode',
+  'strategies',
+  'seed',
+  'requests',
+  'span',
+  'peak',
+  'capacity',
+  'burst',
+  'serviceTime',
+  'rtt',
+  'queue',
+  'retryAfter',
+  'rejectCost',
+  'failureRate',
+  'outages',
+  'deadline',
+  'attempts',
+  'clients',
+];
+
+function outagesOf(value: unknown, fallback: readonly Outage[]): readonly Outage[] {
+  if (value === undefined) return fallback;
+  const accepted = 'a list of { start, end } windows in ms with 0 <= start < end';
+  if (!Array.isArray(value)) throw new LabOptionError('outages', accepted, value);
+  return Object.freeze(
+    value.map((w: unknown) => {
+      const o = w as Partial<Outage> | null;
+      const ok =
+        typeof o === 'object' &&
+        o !== null &&
+        typeof o.start === 'number' &&
+        typeof o.end === 'number' &&
+        Number.isFinite(o.end) &&
+        o.start >= 0 &&
+        o.end > o.start;
+      if (!ok) throw new LabOptionError('outages', accepted, w);
+      return Object.freeze({ start: o.start!, end: o.end! });
+    }),
+  );
+}
+
+/**
+ * Validates `options` and fills in the scenario's defaults for the mode.
+ * @throws LabOptionError (a RangeError) naming the option, the accepted values and the value.
+ */
+export function resolveLabOptions(options: LabOptions = {}): LabConfig {
+  if (typeof options !== 'object' || options === null) {
+    throw new LabOptionError('options', 'an object', options);
+  }
+  for (const key of Object.keys(options)) {
+    if (!KEYS.includes(key))
+      throw new LabOptionError(key, `not an option (${KEYS.join(', ')})`, key);
+  }
+  const o = options;
+  const scenario = o.scenario === undefined ? 'overload' : oneOf('scenario', o.scenario, SCENARIOS);
+  const mode = o.mode === undefined ? 'sim' : oneOf('mode', o.mode, MODES);
+  let strategies = STRATEGIES;
+  if (o.strategies !== undefined) {
+    const accepted = `a non-empty list of ${STRATEGIES.join(', ')}`;
+    if (!Array.isArray(o.strategies) || o.strategies.length === 0) {
+      throw new LabOptionError('strategies', accepted, o.strategies);
+    }
+    strategies = Object.freeze([
+      ...new Set(o.strategies.map((s: unknown) => oneOf('strategies', s, STRATEGIES))),
+    ]);
+  }
+  const p = PRESETS[mode][scenario];
+  const capacity = num('capacity', o.capacity, p.server.capacity, { min: 0, exclusiveMin: true });
+  const requests = num('requests', o.requests, p.requests, {
+    min: 1,
+    max: 10_000_000,
+    integer: true,
+  });
+  const server: ServerOptions = Object.freeze({
+    capacity,
+    burst: num('burst', o.burst, Math.max(1, capacity / 10), { min: 1 }),
+    serviceTime: num('serviceTime', o.serviceTime, p.server.serviceTime, { min: 0 }),
+    queue: num('queue', o.queue, p.server.queue, { min: 0, integer: true }),
+    retryAfter:
+      o.retryAfter === undefined
+        ? p.server.retryAfter
+        : oneOf('retryAfter', o.retryAfter, RETRY_AFTER_MODES),
+    rejectCost: num('rejectCost', o.rejectCost, p.server.rejectCost, { min: 0, max: 1 }),
+    failureRate: num('failureRate', o.failureRate, p.server.failureRate, { min: 0, max: 1 }),
+    outages: outagesOf(o.outages, p.server.outages),
+  });
+  const span = num('span', o.span, p.span, { min: 0 });
+  const peak = num('peak', o.peak, p.peak, { min: 0, exclusiveMin: true });
+  if (p.arrivals === 'burst') {
+    if (span === 0)
+      throw new LabOptionError('span', `a number > 0 for the ${scenario} burst`, span);
+    const least = requests / (span / 1000) / capacity;
+    try {
+      burstProfile(requests, span, peak * capacity);
+    } catch {
+      const accepted = `at least ${+least.toFixed(3)} for ${requests} requests over ${span} ms at capacity ${capacity}`;
+      throw new LabOptionError('peak', accepted, peak);
+    }
+  }
+  return Object.freeze({
+    scenario,
+    mode,
+    strategies,
+    seed: num('seed', o.seed, 1, { min: 0, max: 2 ** 32 - 1, integer: true }),
+    requests,
+    span,
+    peak,
+    arrivals: p.arrivals,
+    server,
+    rtt: num('rtt', o.rtt, p.rtt, { min: 0 }),
+    deadline: num('deadline', o.deadline, p.deadline, {
+      min: 0,
+      exclusiveMin: true,
+      max: 3_600_000,
+    }),
+    attempts: num('attempts', o.attempts, p.attempts, { min: 1, max: 100, integer: true }),
+    clients: Math.min(
+      requests,
+      num('clients', o.clients, p.clients, { min: 1, max: 100_000, integer: true }),
+    ),
+  });
+}

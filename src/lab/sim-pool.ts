@@ -1,0 +1,101 @@
+/**
+ * Runs the simulated strategies, one worker thread each (as many at once as
+ * `workers`), or in this thread when `workers` is 1 or the worker module is
+ * not there (running from the TypeScript sources). A strategy's run is the
+ * same either way: same code, same seed, same trace.
+ */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { NamedTrace } from './evaluate.js';
+import type { LabConfig, StrategyName } from './options.js';
+import { simulateStrategy } from './sim.js';
+import { strategyConfig } from './strategies.js';
+import type { RunTrace } from './trace.js';
+
+/** What a worker sends back: a trace in transferable arrays. */
+export interface PackedTrace {
+  start: Float64Array;
+  end: Float64Array;
+  ok: Uint8Array;
+  arrivals: Float64Array;
+  statuses: Uint16Array;
+  attempts: Uint8Array;
+  outcomes: Record<string, number>;
+  wallMs: number;
+}
+
+/** Packs a trace for `postMessage` (its buffers can be transferred). */
+export function packTrace(trace: RunTrace, wallMs: number): PackedTrace {
+  return {
+    start: Float64Array.from(trace.start),
+    end: Float64Array.from(trace.end),
+    ok: Uint8Array.from(trace.ok),
+    arrivals: Float64Array.from(trace.arrivals),
+    statuses: Uint16Array.from(trace.statuses),
+    attempts: Uint8Array.from(trace.attempts),
+    outcomes: { ...trace.outcomes },
+    wallMs,
+  };
+}
+
+const WORKER = new URL('./sim-worker.js', import.meta.url);
+
+function inWorker(config: LabConfig, strategy: StrategyName): Promise<PackedTrace> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(WORKER, { workerData: { config, strategy } });
+    let done = false;
+    worker.once('message', (packed: PackedTrace) => {
+      done = true;
+      resolve(packed);
+    });
+    worker.once('error', reject);
+    worker.once('exit', (code) => {
+      if (!done) reject(new Error(`lab: the worker simulating ${strategy} exited with ${code}`));
+    });
+  });
+}
+
+async function inThread(
+  config: LabConfig,
+  strategy: StrategyName,
+  arrivals: ArrayLike<number>,
+): Promise<PackedTrace> {
+  const began = performance.now();
+  const trace = await simulateStrategy(config, strategy, arrivals);
+  return packTrace(trace, performance.now() - began);
+}
+
+/**
+ * Simulates every strategy of `config`, at most `workers` at once, and calls
+ * `onDone` as each finishes. Results come back in the order of `config.strategies`.
+ */
+export async function simulateAll(
+  config: LabConfig,
+  arrivals: ArrayLike<number>,
+  workers: number,
+  onDone: (name: StrategyName) => void = () => {},
+): Promise<NamedTrace[]> {
+  const parallel = workers > 1 && existsSync(fileURLToPath(WORKER));
+  const names = config.strategies;
+  const out = new Array<NamedTrace>(names.length);
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < names.length) {
+      const index = next++;
+      const name = names[index]!;
+      const packed = parallel
+        ? await inWorker(config, name)
+        : await inThread(config, name, arrivals);
+      out[index] = {
+        name,
+        description: strategyConfig(name).description,
+        trace: packed,
+        wallMs: packed.wallMs,
+      };
+      onDone(name);
+    }
+  };
+  await Promise.all(Array.from({ length: parallel ? Math.min(workers, names.length) : 1 }, lane));
+  return out;
+}

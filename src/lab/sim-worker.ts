@@ -1,0 +1,22 @@
+/**
+ * Worker thread entry: simulates one strategy and posts its packed trace.
+ * The arrivals are drawn again from the seed (the same times as the parent's).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { scenarioArrivals } from './evaluate.js';
+import type { LabConfig, StrategyName } from './options.js';
+import { simulateStrategy } from './sim.js';
+import { packTrace } from './sim-pool.js';
+
+const { config, strategy } = workerData as { config: LabConfig; strategy: StrategyName };
+const began = performance.now();
+const trace = await simulateStrategy(config, strategy, scenarioArrivals(config));
+const packed = packTrace(trace, performance.now() - began);
+parentPort!.postMessage(packed, [
+  packed.start.buffer,
+  packed.end.buffer,
+  packed.ok.buffer,
+  packed.arrivals.buffer,
+  packed.statuses.buffer,
+  packed.attempts.buffer,
+] as ArrayBuffer[]);

@@ -1,0 +1,155 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/index.js';
+
+async function cli(...argv: string[]) {
+  let out = '';
+  let err = '';
+  const code = await main(argv, {
+    out: (t) => {
+      out += t;
+    },
+    err: (t) => {
+      err += t;
+    },
+    errIsTty: false,
+  });
+  return { code, out, err };
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'staunch-lab-cli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('staunch lab: bad input', () => {
+  it.each([
+    [
+      ['--scenario', 'storm'],
+      '--scenario must be one of overload, outage, flaky, herd, got "storm"',
+    ],
+    [
+      ['--strategies', 'fixed,yolo'],
+      '--strategies must be one of fixed, exponential, full-jitter, decorrelated, staunch, got "yolo"',
+    ],
+    [['--mode', 'turbo'], '--mode must be one of sim, live, got "turbo"'],
+    [['--capacity', 'lots'], '--capacity must be a number, got "lots"'],
+    [['--capacity', '-5'], '--capacity must be a number > 0, got -5'],
+    [['--requests', '2.5'], '--requests must be an integer >= 1 and <= 10000000, got 2.5'],
+    [['--deadline', '0'], '--deadline must be a number > 0 and <= 3600000, got 0'],
+    [['--failure-rate', '1.5'], '--failure-rate must be a number >= 0 and <= 1, got 1.5'],
+    [['--reject-cost', '-0.1'], '--reject-cost must be a number >= 0 and <= 1, got -0.1'],
+    [['--retry-after', 'later'], '--retry-after must be one of none, seconds, ms, got "later"'],
+    [['--outage', '20-10'], '--outage must be FROM-TO in ms with FROM < TO'],
+    [['--peak', '0.1'], '--peak must be at least 0.833 for 100000 requests over 60000 ms'],
+    [['--workers', '0'], '--workers must be an integer >= 1 and <= 64, got 0'],
+    [['--frobnicate'], "Unknown option '--frobnicate'"],
+    [['--capacity'], "Option '--capacity <value>' argument missing"],
+  ])('%j → one line naming the flag, exit code 2', async (argv, message) => {
+    const r = await cli('lab', ...argv);
+    expect(r.code).toBe(2);
+    expect(r.out).toBe('');
+    expect(r.err).toContain(message);
+    expect(r.err.startsWith('staunch lab: ')).toBe(true);
+    expect(r.err.trimEnd().split('\n')).toHaveLength(1);
+    expect(r.err).not.toMatch(/\n\s+at /);
+  });
+
+  it('rejects an unknown command, and no command at all', async () => {
+    const r = await cli('storm');
+    expect(r).toMatchObject({ code: 2, out: '' });
+    expect(r.err).toBe('staunch: unknown command "storm" (commands: lab; see staunch --help)\n');
+    const none = await cli();
+    expect(none.code).toBe(2);
+    expect(none.out).toContain('staunch lab');
+  });
+});
+
+describe('staunch lab: help and output', () => {
+  it('--help lists every flag with its default', async () => {
+    const r = await cli('lab', '--help');
+    expect(r.code).toBe(0);
+    for (const flag of [
+      'scenario',
+      'mode',
+      'strategies',
+      'seed',
+      'requests',
+      'span',
+      'peak',
+      'capacity',
+      'burst',
+      'service-time',
+      'rtt',
+      'queue',
+      'retry-after',
+      'reject-cost',
+      'failure-rate',
+      'outage',
+      'deadline',
+      'attempts',
+      'clients',
+      'workers',
+      'json',
+      'report',
+    ]) {
+      expect(r.out).toMatch(new RegExp(`--${flag}\\b.*\\[default: [^\\]]+\\]`));
+    }
+    expect(r.out).toContain('overload  sim: 100000 requests');
+  });
+
+  it('--json prints one object with the documented shape; --report writes the page', async () => {
+    const report = join(dir, 'r.html');
+    const r = await cli(
+      'lab',
+      ...['--requests', '200', '--capacity', '40', '--span', '4000', '--seed', '3'],
+      ...['--strategies', 'fixed,staunch', '--json', '--report', report, '--workers', '1'],
+    );
+    expect(r.code).toBe(0);
+    const json = JSON.parse(r.out);
+    expect(json).toMatchObject({ scenario: 'overload', mode: 'sim', seed: 3, capacity: 40 });
+    expect(Object.keys(json.optimum)).toContain('success');
+    expect(json.strategies.map((s: { name: string }) => s.name)).toEqual(['fixed', 'staunch']);
+    for (const s of json.strategies) {
+      for (const key of [
+        'name',
+        'success',
+        'p50',
+        'p99',
+        'goodput',
+        'attemptsPerRequest',
+        'tooManyRequests',
+        'herdPeak',
+      ]) {
+        expect(s).toHaveProperty(key);
+      }
+      expect(s.success).toBeGreaterThanOrEqual(0);
+      expect(s.success).toBeLessThanOrEqual(1);
+    }
+    const html = readFileSync(report, 'utf8');
+    expect(html).toContain('data-series="staunch"');
+    expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+href=|https?:\/\/(?!www\.w3\.org)/);
+    expect(r.err).toContain(`report written to ${report}`);
+  });
+
+  it('prints the table with every strategy and the optimum', async () => {
+    const r = await cli(
+      'lab',
+      ...['--scenario', 'flaky', '--requests', '300', '--capacity', '100', '--span', '6000'],
+      '--workers',
+      '1',
+    );
+    expect(r.code).toBe(0);
+    for (const name of [
+      'fixed',
+      'exponential',
+      'full-jitter',
+      'decorrelated',
+      'staunch',
+      'optimum',
+    ]) {
+      expect(r.out).toMatch(new RegExp(`^${name}\\s`, 'm'));
+    }
+    expect(r.out).toContain('5.0 % random 503');
+  });
+});
