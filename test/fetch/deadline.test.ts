@@ -99,9 +99,9 @@ describe('timeout.attempt', () => {
     await until(() => clock.pending().includes(1000));
     expect(result.done).toBe(false);
     await clock.advance(1000);
-    // Every connection it opened is closed again (Node 24's fetch may open one more).
-    await until(() => result.done && server.closed === server.connections);
-    expect(server.connections).toBeGreaterThanOrEqual(2);
+    // Both aborted attempts' connections are closed (the transport's pool may
+    // open a spare one of its own: Node 20's and 24's fetch both do).
+    await until(() => result.done && server.closed >= 2);
     const err = result.error as DeadlineExceededError;
     expect(err).toBeInstanceOf(DeadlineExceededError);
     expect(err).toBeInstanceOf(StaunchError);
