@@ -5,6 +5,7 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { checkRedis } from '../lab/fleet.js';
 import {
   LabOptionError,
   type LabOptions,
@@ -198,6 +199,22 @@ const FLAGS: Flag[] = [
     def: '1 (herd: one per request)',
   },
   {
+    flag: 'fleet',
+    option: 'fleet',
+    kind: 'integer',
+    value: 'P',
+    help: 'live only: P processes (1-32) share the requests and one upstream; staunch strategy only',
+    def: '1',
+  },
+  {
+    flag: 'store',
+    option: 'store',
+    kind: 'string',
+    value: 'STORE',
+    help: 'fleet: local | redis://HOST:PORT (runs local, then shared through Redis, and compares)',
+    def: 'local',
+  },
+  {
     flag: 'workers',
     option: 'workers',
     kind: 'integer',
@@ -242,6 +259,9 @@ export function labHelp(): string {
     '',
     'Modes: sim is deterministic for a seed; live runs a real node:http server in a child',
     'process on 127.0.0.1 (bounded in time and requests) and real sockets.',
+    'Fleet (--mode live --fleet P [--store redis://…]): P child processes run the staunch',
+    'strategy (the one with policy state to share) against one upstream, once with local state',
+    'in each process and, with a Redis store, once with the state shared through it.',
     'Exit codes: 0 done, 1 failed, 2 bad usage.',
   ].join('\n');
 }
@@ -345,7 +365,14 @@ export async function labCommand(argv: string[], io: CliIo): Promise<number> {
       return 0;
     }
     // Validate everything before any work starts.
-    resolveLabOptions(parsed.options);
+    const config = resolveLabOptions(parsed.options);
+    if (config.store !== 'local') {
+      try {
+        await checkRedis(config.store);
+      } catch (error) {
+        throw new UsageError(`--store: ${(error as Error).message}`);
+      }
+    }
   } catch (error) {
     return usage(error, io);
   }

@@ -4,6 +4,7 @@
  * both modes are measured by the same formulas.
  */
 import { arrivalTimes } from './arrivals.js';
+import type { FleetPhaseInfo } from './fleet.js';
 import { computeMetrics, type StrategyMetrics } from './metrics.js';
 import { type Optimum, optimum } from './optimum.js';
 import type { LabConfig } from './options.js';
@@ -37,6 +38,16 @@ export interface LabResult {
   /** Where goodput is measured, ms from the start: demand over capacity in the optimum, else the arrival span. */
   readonly window: readonly [number, number];
   readonly strategies: readonly StrategyResult[];
+  /** Fleet runs only (`--fleet`, `--store`): the processes, the store (redacted) and each phase's members. */
+  readonly fleet?: FleetRunInfo | undefined;
+}
+
+/** What a fleet run reports beside its traces. */
+export interface FleetRunInfo {
+  readonly processes: number;
+  /** `'local'` or the Redis URL, password redacted. */
+  readonly store: string;
+  readonly phases: readonly FleetPhaseInfo[];
 }
 
 /** A trace to evaluate, with its name and description. */

@@ -25,12 +25,24 @@ export interface LabJson {
     serverArrivals: number;
     outcomes: Record<string, number>;
     wallMs: number;
+    /** 429s the upstream sent per successful logical request (null without a success). */
+    tooManyPerSuccess: number | null;
   }[];
   requests: number;
   deadline: number;
   attempts: number;
   /** ms window of the goodput. */
   window: [number, number];
+  /**
+   * Fleet runs only: the processes, the store (password redacted), and per
+   * phase (`local`, `shared`) how many members fell back to local state and
+   * how late the latest was for the start. `null` otherwise.
+   */
+  fleet: {
+    processes: number;
+    store: string;
+    phases: { name: string; degradedProcesses: number; lateMs: number }[];
+  } | null;
 }
 
 const round = (n: number, digits: number): number => {
@@ -66,11 +78,20 @@ export function toJson(result: LabResult): LabJson {
       serverArrivals: s.serverArrivals,
       outcomes: { ...s.outcomes },
       wallMs: Math.round(s.wallMs),
+      tooManyPerSuccess: s.successes === 0 ? null : round(s.tooManyRequests / s.successes, 4),
     })),
     requests: c.requests,
     deadline: c.deadline,
     attempts: c.attempts,
     window: [Math.round(result.window[0]), Math.round(result.window[1])],
+    fleet:
+      result.fleet === undefined
+        ? null
+        : {
+            processes: result.fleet.processes,
+            store: result.fleet.store,
+            phases: result.fleet.phases.map((p) => ({ ...p })),
+          },
   };
 }
 
@@ -116,7 +137,9 @@ export function renderTable(result: LabResult): string {
     '429s',
     'herd peak',
   ];
+  const fleet = result.fleet;
   if (outage) head.push('recovery');
+  if (fleet) head.push('429s/success');
   const rows = result.strategies.map((s) => {
     const row = [
       s.name,
@@ -130,6 +153,7 @@ export function renderTable(result: LabResult): string {
       s.herdPeak === null ? '–' : `${s.herdPeak.toFixed(1)}×`,
     ];
     if (outage) row.push(ms(s.recovery));
+    if (fleet) row.push(s.successes === 0 ? '–' : (s.tooManyRequests / s.successes).toFixed(3));
     return row;
   });
   const optimumRow = [
@@ -144,14 +168,25 @@ export function renderTable(result: LabResult): string {
     '',
   ];
   if (outage) optimumRow.push('');
+  if (fleet) optimumRow.push('');
   const all = [head, ...rows, optimumRow];
   const widths = head.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
   const line = (r: string[]) =>
     r.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
   const rule = widths.map((w) => '─'.repeat(w)).join('  ');
   const [from, to] = result.window;
+  const fleetLines = fleet
+    ? [
+        '',
+        `fleet: ${fleet.processes} processes, staunch defaults, one upstream; local: each process keeps its own policy state${fleet.phases.length > 1 ? `; shared: every process uses the Redis store at ${fleet.store}` : ''}.`,
+        ...fleet.phases.map(
+          (p) =>
+            `${p.name}: ${p.degradedProcesses} of ${fleet.processes} processes fell back to local state; latest start ${p.lateMs} ms late`,
+        ),
+      ]
+    : [];
   return [
-    `staunch lab · ${c.scenario} · ${c.mode} · seed ${c.seed}`,
+    `staunch lab · ${c.scenario} · ${c.mode} · seed ${c.seed}${fleet ? ` · fleet of ${fleet.processes}` : ''}`,
     describeScenario(c),
     '',
     line(head),
@@ -161,5 +196,6 @@ export function renderTable(result: LabResult): string {
     line(optimumRow),
     '',
     `goodput: successes per second between ${(from / 1000).toFixed(1)} s and ${(to / 1000).toFixed(1)} s (${result.optimum.saturated ? 'demand over capacity' : 'the arrival span'}); herd peak: retries per 10 ms bin, peak over mean.`,
+    ...fleetLines,
   ].join('\n');
 }

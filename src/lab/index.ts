@@ -12,8 +12,11 @@
 
 export type { ArrivalShape, BurstProfile } from './arrivals.js';
 export { arrivalTimes, burstProfile } from './arrivals.js';
-export type { LabResult, NamedTrace, StrategyResult } from './evaluate.js';
+export type { FleetRunInfo, LabResult, NamedTrace, StrategyResult } from './evaluate.js';
 export { evaluate, scenarioArrivals } from './evaluate.js';
+export type { FleetPhaseInfo } from './fleet.js';
+export { checkRedis, FLEET_STORE_TIMEOUT, runFleet } from './fleet.js';
+export type { FleetMemberInput, FleetMemberResult } from './fleet-member.js';
 export type { LabJson } from './format.js';
 export { describeScenario, renderTable, toJson } from './format.js';
 export type { LiveClient, LiveRequest } from './live.js';
@@ -31,6 +34,7 @@ export type { Optimum, OptimumInput } from './optimum.js';
 export { optimum } from './optimum.js';
 export type { LabConfig, LabMode, LabOptions, ScenarioName, StrategyName } from './options.js';
 export {
+  isFleetRun,
   LabOptionError,
   MODES,
   PRESETS,

@@ -67,16 +67,18 @@ export function strategyClient(name: StrategyName, clients = 1): LiveClient {
 }
 
 const SERVER_MODULE = new URL('./live-server.js', import.meta.url);
-const wall = (): number => performance.timeOrigin + performance.now();
+/** Wall-clock ms with sub-ms precision, comparable across processes of one machine. */
+export const wall = (): number => performance.timeOrigin + performance.now();
 
-/** The child process, with a typed request/response over IPC. */
-interface Upstream {
+/** The live upstream child process, with a typed request/response over IPC. */
+export interface Upstream {
   port: number;
   ask(message: ToServer, expect: FromServer['type']): Promise<FromServer>;
   stop(): void;
 }
 
-async function startUpstream(lifetime: number, maxRequests: number): Promise<Upstream> {
+/** Starts the live upstream (built package only); it stops after `lifetime` ms or `maxRequests`. */
+export async function startUpstream(lifetime: number, maxRequests: number): Promise<Upstream> {
   const path = fileURLToPath(SERVER_MODULE);
   if (!existsSync(path)) {
     throw new Error(
@@ -120,7 +122,7 @@ async function startUpstream(lifetime: number, maxRequests: number): Promise<Ups
 }
 
 /** Bounds of one phase: the span, the deadline, and a grace for the last responses. */
-function phaseLimit(config: LabConfig): number {
+export function phaseLimit(config: LabConfig): number {
   return config.span + config.deadline + 5_000;
 }
 
@@ -215,7 +217,7 @@ async function runPhase(
  * pool) before the measured phases: without it the first phase ran against a
  * cold server and client and lost about ten points of success to that alone.
  */
-async function warmUp(config: LabConfig, upstream: Upstream): Promise<void> {
+export async function warmUp(config: LabConfig, upstream: Upstream): Promise<void> {
   const server = { ...config.server, capacity: 1e9, burst: 1e9, outages: [], failureRate: 0 };
   await upstream.ask({ type: 'phase', server, seed: config.seed, t0: wall() }, 'ready');
   const url = `http://127.0.0.1:${upstream.port}/warm-up`;

@@ -3,6 +3,7 @@
  * and the validation that turns user input into a frozen `LabConfig`.
  * Every error names the option, the accepted values and what it got.
  */
+import { redactUrl } from '../internal/redact.js';
 import { describe } from '../internal/validate.js';
 import { type ArrivalShape, burstProfile } from './arrivals.js';
 import type { Outage, RetryAfterMode, ServerOptions } from './server-model.js';
@@ -78,6 +79,20 @@ export interface LabOptions {
   attempts?: number | undefined;
   /** Independent staunch clients the requests are spread over (round robin). @default 1 (herd: one per request) */
   clients?: number | undefined;
+  /**
+   * Live only: processes the requests are spread over (round robin), all
+   * against the one upstream; each runs the `staunch` strategy. Above 1 (or
+   * with a Redis `store`) the run is a fleet run: see docs/lab.md. Integer 1–32.
+   * @default 1
+   */
+  fleet?: number | undefined;
+  /**
+   * Fleet runs: `'local'` (each process keeps its own state) or a
+   * `redis://` / `rediss://` URL: then the fleet runs twice, with local state
+   * and with the state shared through that Redis, and the result compares them.
+   * @default 'local'
+   */
+  store?: string | undefined;
 }
 
 /** A resolved, validated lab run. */
@@ -95,9 +110,16 @@ export interface LabConfig {
   readonly deadline: number;
   readonly attempts: number;
   readonly clients: number;
+  /** Processes of a fleet run (1: the ordinary in-process run, unless `store` is Redis). */
+  readonly fleet: number;
+  /** `'local'` or the Redis URL as given (print it with `redactUrl`). */
+  readonly store: string;
 }
 
-type Preset = Omit<LabConfig, 'scenario' | 'mode' | 'strategies' | 'seed' | 'server'> & {
+type Preset = Omit<
+  LabConfig,
+  'scenario' | 'mode' | 'strategies' | 'seed' | 'server' | 'fleet' | 'store'
+> & {
   server: Omit<ServerOptions, 'burst'>;
 };
 
@@ -230,6 +252,8 @@ const KEYS = [
   'deadline',
   'attempts',
   'clients',
+  'fleet',
+  'store',
 ];
 
 function outagesOf(value: unknown, fallback: readonly Outage[]): readonly Outage[] {
@@ -311,6 +335,26 @@ export function resolveLabOptions(options: LabOptions = {}): LabConfig {
       throw new LabOptionError('peak', accepted, peak);
     }
   }
+  const fleet = num('fleet', o.fleet, 1, { min: 1, max: 32, integer: true });
+  const store = storeOf(o.store);
+  if (isFleetRun({ fleet, store })) {
+    if (mode !== 'live') {
+      const [option, value] = fleet > 1 ? ['fleet', fleet] : ['store', redactUrl(store)];
+      throw new LabOptionError(
+        option,
+        `${option === 'fleet' ? '1' : 'local'} unless mode is live (fleet runs are live only)`,
+        value,
+      );
+    }
+    if (o.strategies !== undefined && (strategies.length !== 1 || strategies[0] !== 'staunch')) {
+      throw new LabOptionError(
+        'strategies',
+        'staunch in a fleet run (the one strategy with state to share)',
+        o.strategies.join(','),
+      );
+    }
+    strategies = Object.freeze(['staunch'] as StrategyName[]);
+  }
   return Object.freeze({
     scenario,
     mode,
@@ -332,5 +376,27 @@ export function resolveLabOptions(options: LabOptions = {}): LabConfig {
       requests,
       num('clients', o.clients, p.clients, { min: 1, max: 100_000, integer: true }),
     ),
+    fleet,
+    store,
   });
+}
+
+function storeOf(value: unknown): string {
+  if (value === undefined || value === 'local') return 'local';
+  const accepted = 'local or a redis:// or rediss:// URL';
+  if (typeof value !== 'string') throw new LabOptionError('store', accepted, value);
+  let ok = false;
+  try {
+    const url = new URL(value);
+    ok = (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '';
+  } catch {
+    ok = false;
+  }
+  if (!ok) throw new LabOptionError('store', accepted, redactUrl(value));
+  return value;
+}
+
+/** Whether `config` asks for a fleet run (more than one process, or a Redis store). */
+export function isFleetRun(config: { readonly fleet: number; readonly store: string }): boolean {
+  return config.fleet > 1 || config.store !== 'local';
 }

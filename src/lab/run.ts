@@ -2,9 +2,12 @@
  * `runLab`: resolves the options, runs every strategy in the chosen mode and
  * measures them against the scenario's optimum.
  */
+
+import { redactUrl } from '../internal/redact.js';
 import { evaluate, type LabResult, scenarioArrivals } from './evaluate.js';
+import { runFleet } from './fleet.js';
 import { type LiveClient, runLive } from './live.js';
-import { type LabOptions, resolveLabOptions } from './options.js';
+import { isFleetRun, type LabOptions, resolveLabOptions } from './options.js';
 import { simulateAll } from './sim-pool.js';
 
 /** How a run goes, beyond what it measures. */
@@ -34,6 +37,11 @@ export async function runLab(
   const config = resolveLabOptions(options);
   const progress = hooks.progress ?? (() => {});
   const arrivals = scenarioArrivals(config);
+  if (config.mode === 'live' && isFleetRun(config)) {
+    const { traces, phases } = await runFleet(config, arrivals, progress);
+    const fleet = { processes: config.fleet, store: redactUrl(config.store), phases };
+    return { ...evaluate(config, arrivals, traces), fleet };
+  }
   if (config.mode === 'live') {
     const traces = await runLive(config, arrivals, { progress, peers: hooks.peers ?? [] });
     return evaluate(config, arrivals, traces);

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/index.js';
+import { closedPort } from '../helpers/server.js';
 
 async function cli(...argv: string[]) {
   let out = '';
@@ -45,6 +46,22 @@ describe('staunch lab: bad input', () => {
     [['--workers', '0'], '--workers must be an integer >= 1 and <= 64, got 0'],
     [['--frobnicate'], "Unknown option '--frobnicate'"],
     [['--capacity'], "Option '--capacity <value>' argument missing"],
+    [['--fleet', '0'], '--fleet must be an integer >= 1 and <= 32, got 0'],
+    [['--fleet', '33'], '--fleet must be an integer >= 1 and <= 32, got 33'],
+    [['--fleet', 'two'], '--fleet must be an integer, got "two"'],
+    [['--fleet', '4'], '--fleet must be 1 unless mode is live (fleet runs are live only), got 4'],
+    [
+      ['--store', 'redis://:hunter2@127.0.0.1:6379'],
+      '--store must be local unless mode is live (fleet runs are live only), got "redis://***@127.0.0.1:6379"',
+    ],
+    [
+      ['--mode', 'live', '--store', 'mysql://u:hunter2@db'],
+      '--store must be local or a redis:// or rediss:// URL, got "mysql://***@db"',
+    ],
+    [
+      ['--mode', 'live', '--fleet', '2', '--strategies', 'fixed,staunch'],
+      '--strategies must be staunch in a fleet run (the one strategy with state to share), got "fixed,staunch"',
+    ],
   ])('%j → one line naming the flag, exit code 2', async (argv, message) => {
     const r = await cli('lab', ...argv);
     expect(r.code).toBe(2);
@@ -53,6 +70,22 @@ describe('staunch lab: bad input', () => {
     expect(r.err.startsWith('staunch lab: ')).toBe(true);
     expect(r.err.trimEnd().split('\n')).toHaveLength(1);
     expect(r.err).not.toMatch(/\n\s+at /);
+  });
+
+  it('an unreachable --store: one redacted line, exit code 2, nothing run', async () => {
+    const port = await closedPort();
+    const r = await cli(
+      'lab',
+      ...['--mode', 'live', '--fleet', '2', '--store', `redis://:hunter2@127.0.0.1:${port}`],
+    );
+    expect(r).toMatchObject({ code: 2, out: '' });
+    expect(r.err).toMatch(
+      new RegExp(
+        `^staunch lab: --store: cannot connect to redis://\\*\\*\\*@127\\.0\\.0\\.1:${port}`,
+      ),
+    );
+    expect(r.err).not.toContain('hunter2');
+    expect(r.err.trimEnd().split('\n')).toHaveLength(1);
   });
 
   it('rejects an unknown command, and no command at all', async () => {
@@ -89,6 +122,8 @@ describe('staunch lab: help and output', () => {
       'deadline',
       'attempts',
       'clients',
+      'fleet',
+      'store',
       'workers',
       'json',
       'report',
@@ -96,6 +131,8 @@ describe('staunch lab: help and output', () => {
       expect(r.out).toMatch(new RegExp(`--${flag}\\b.*\\[default: [^\\]]+\\]`));
     }
     expect(r.out).toContain('overload  sim: 100000 requests');
+    expect(r.out).toMatch(/--fleet P .*staunch strategy only.*\[default: 1\]/);
+    expect(r.out).toMatch(/--store STORE .*\[default: local\]/);
   });
 
   it('--json prints one object with the documented shape; --report writes the page', async () => {
