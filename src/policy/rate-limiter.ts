@@ -236,8 +236,9 @@ export class RateLimiter {
       return;
     }
     if (throttled) {
+      const joining = !local.active;
       local.active = true;
-      return this.#feedback(key, local, 'throttle', pauseUntil, hint.sentAt ?? null);
+      return this.#feedback(key, local, 'throttle', pauseUntil, hint.sentAt ?? null, joining);
     }
     if (local.active && status >= 200 && status < 400) {
       return this.#feedback(key, local, 'success', null, null);
@@ -371,6 +372,7 @@ export class RateLimiter {
     signal: RateSignal,
     pauseUntil: number | null,
     sentAt: number | null,
+    joining = false,
   ): Promise<void> {
     const now = this.#clock.now();
     const args = {
@@ -379,6 +381,7 @@ export class RateLimiter {
       pauseUntil,
       measured: meterRate(local.meter, now),
       sentAt,
+      ...(joining && { joining }),
     };
     return runOp(this.#store, RATE_KEY_PREFIX + key, rateFeedback, args, now, (r) => {
       if (this.#cfg.rps === null && !r.engaged) local.active = false;

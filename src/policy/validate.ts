@@ -5,14 +5,10 @@
  * range (NaN included) is a `RangeError`.
  */
 
-/** A short, safe rendering of a value for an error message. */
-export function describeValue(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'function') return 'a function';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object' && value !== null) return 'an object';
-  return String(value);
-}
+import { describe as describeValue } from '../internal/validate.js';
+
+/** A short, safe rendering of a value for an error message (one renderer for the whole library). */
+export { describeValue };
 
 /**
  * Checks that `value` is a plain object whose keys are all in `known`, and

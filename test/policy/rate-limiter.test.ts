@@ -447,3 +447,36 @@ describe('RateLimiter properties', () => {
     );
   });
 });
+
+describe('RateLimiter, a fleet on one store', () => {
+  it('a second process joining an engaged key adds its share instead of lowering the rate', async () => {
+    const clock = fakeClock();
+    const store = memoryStore();
+    const a = new RateLimiter(rateLimitDefaults, store, clock);
+    const b = new RateLimiter(rateLimitDefaults, store, clock);
+    // Both send 50/s for 4 s; a is throttled first and engages the shared key.
+    for (let i = 0; i < 200; i++) {
+      await a.acquire(KEY, 1_000);
+      await b.acquire(KEY, 1_000);
+      await clock.advance(20);
+    }
+    await a.onResponse(KEY, 429, {});
+    const engaged = store.peek(RATE_KEY_PREFIX + KEY, clock.now()) as RateState;
+    expect(engaged.rate).toBeCloseTo(ADAPTIVE.beta * 50, 0);
+    // Past the hold-off (b still sending at 50/s, unpaced), b's first 429 joins.
+    for (let i = 0; i < 60; i++) {
+      await b.acquire(KEY, 1_000);
+      await clock.advance(20);
+    }
+    await b.onResponse(KEY, 429, { sentAt: clock.now() - 5 });
+    const joined = store.peek(RATE_KEY_PREFIX + KEY, clock.now()) as RateState;
+    expect(joined.rate).toBeGreaterThan(engaged.rate);
+    expect(joined.wMax).toBeCloseTo(engaged.wMax * 2, -1);
+    expect(b.active(KEY)).toBe(true);
+    // A later 429 from b, now pacing, is news: the rate goes down.
+    await clock.advance(ADAPTIVE.holdoffMs + 10);
+    await b.onResponse(KEY, 429, { sentAt: clock.now() - 5 });
+    const lowered = store.peek(RATE_KEY_PREFIX + KEY, clock.now()) as RateState;
+    expect(lowered.rate).toBeLessThan(joined.rate);
+  });
+});

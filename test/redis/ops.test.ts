@@ -234,9 +234,10 @@ function rateSteps(cfg: RateConfig): fc.Arbitrary<Step[]> {
           { weight: 1, arbitrary: fc.double({ min: 0, max: 200, noNaN: true }) },
         ),
         sent: fc.option(fc.integer({ min: -3_000, max: 50 }), { nil: null }),
+        joining: fc.boolean(),
       })
       .map(
-        ({ dt, signal, pause, measured, sent }): Step => ({
+        ({ dt, signal, pause, measured, sent, joining }): Step => ({
           dt,
           call: (now) => ({
             op: rateFeedback as never,
@@ -246,6 +247,7 @@ function rateSteps(cfg: RateConfig): fc.Arbitrary<Step[]> {
               pauseUntil: pause === null ? null : now + pause,
               measured,
               sentAt: sent === null ? null : now + sent,
+              ...(joining && { joining }),
             },
           }),
         }),

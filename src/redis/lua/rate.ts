@@ -187,7 +187,12 @@ local function feedback()
     else
       local sentAt = now
       if args.sentAt ~= NULL then sentAt = args.sentAt end
-      if sentAt >= s.lastDecrease and now >= s.lastDecrease + cfg.holdoffMs then
+      if args.joining == true then
+        local j = copy(settle(s))
+        j.rate = s.rate + args.measured * cfg.beta
+        j.wMax = s.wMax + args.measured
+        s = j
+      elseif sentAt >= s.lastDecrease and now >= s.lastDecrease + cfg.holdoffMs then
         local fleet = jmax(meterRate(s.meter, now), args.measured)
         s = decrease(s, jmin(s.rate, fleet))
         reset = true
