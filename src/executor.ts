@@ -5,13 +5,9 @@
  * send again, inside the deadline, and what to hand back.
  */
 import {
-  CircuitOpenError,
   DeadlineExceededError,
   type DeadlineScope,
   NetworkError,
-  QueueFullError,
-  QueueTimeoutError,
-  RateLimitedError,
   type StaunchErrorOptions,
 } from './errors.js';
 import {
@@ -26,7 +22,7 @@ import { type Clock, noop, type Random, startTimer } from './internal/clock.js';
 import { redactUrl, scrubError } from './internal/redact.js';
 import { linkSignal } from './internal/signals.js';
 import type { ResolvedRetryOptions, ResolvedTimeoutOptions } from './options.js';
-import type { BreakerAdmission, BreakerTicket } from './policy/breaker.js';
+import { admit, feedback, type Gate, OPEN_GATE, settleQuietly } from './policy/gate.js';
 import type { Policies } from './policy/policies.js';
 import { isPromiseLike } from './policy/store-call.js';
 import type { ReplayRequest } from './replay.js';
@@ -90,30 +86,9 @@ export interface ExecutorOptions {
 
 type Outcome<R> = { ok: true; response: R; unlink: () => void } | { ok: false; error: unknown };
 
-/** What the policies granted one attempt. */
-interface Gate {
-  release: () => void;
-  ticket: BreakerTicket | undefined;
-}
-
-const OPEN_GATE: Gate = { release: noop, ticket: undefined };
-
-/** Builds a policy's refusal error (and says `giveUp`), given the request's context. */
-type Refusal = (reason: GiveUpReason, make: (context: StaunchErrorOptions) => Error) => Error;
-
 /** Extra spread added to a server's hint so clients told the same second do not return together. */
 function hintSpread(hint: number, random: Random): number {
   return random() * Math.min(1000, Math.max(100, hint * 0.2));
-}
-
-/** How an attempt's outcome counts for the circuit breaker. */
-function breakerOutcome(status: number | undefined, error: unknown, callerAborted: boolean) {
-  if (status !== undefined)
-    return status >= 500 ? 'failure' : status >= 400 ? 'neutral' : 'success';
-  if (callerAborted) return 'cancelled';
-  // A request that ran out of its own total time says little about the upstream's health.
-  if (error instanceof DeadlineExceededError && error.timeout === 'total') return 'cancelled';
-  return 'failure';
 }
 
 export class Executor {
@@ -196,7 +171,7 @@ export class Executor {
           pacing = readServerPacing(headers, done);
         }
         if (policies !== undefined)
-          this.#feedback(policies, key, gate, status, undefined, pacing, started);
+          feedback(policies, key, gate, status, undefined, pacing, started);
         if (status < 400) return this.#handOver(exchange, outcome.response, outcome.unlink, signal);
         verdict = classifyStatus(status, headers, retry.statuses);
         reason = 'status';
@@ -205,16 +180,7 @@ export class Executor {
         const aborted = signal?.aborted === true;
         stale = !aborted && isStaleConnection(error);
         if (policies !== undefined)
-          this.#feedback(
-            policies,
-            key,
-            gate,
-            undefined,
-            error,
-            undefined,
-            started,
-            aborted || stale,
-          );
+          feedback(policies, key, gate, undefined, error, undefined, started, aborted || stale);
         if (aborted) throw signal!.reason;
         lastError = error;
         code = errorCode(error);
@@ -338,133 +304,7 @@ export class Executor {
         ...(lastError !== undefined && { cause: lastError }),
       });
     };
-    const { concurrency, limiter } = policies;
-    if (concurrency === undefined && (limiter === undefined || limiter.pass(key))) {
-      return this.#admitBreaker(policies, key, request, deadline, noop, url, refusal);
-    }
-    return this.#admitWaiting(policies, key, request, deadline, url, refusal);
-  }
-
-  /** The gates that may wait: a concurrency slot, then a rate-limit token, then the breaker. */
-  async #admitWaiting(
-    policies: Policies,
-    key: string,
-    request: LogicalRequest,
-    deadline: number,
-    url: () => string,
-    refusal: Refusal,
-  ): Promise<Gate> {
-    const { concurrency, limiter } = policies;
-    const signal = request.signal;
-    let release = noop;
-    try {
-      if (concurrency !== undefined) {
-        const slot = await concurrency.acquire(key, deadline - this.#clock.now(), signal);
-        if (!slot.ok) {
-          const full = slot.reason === 'full';
-          const what = full ? 'queue is full' : 'wait for a slot timed out';
-          const message = `${request.method} ${url()}: concurrency ${what} for ${key}`;
-          throw full
-            ? refusal('queue-full', (c) => new QueueFullError(message, c))
-            : refusal('queue-timeout', (c) => new QueueTimeoutError(message, c));
-        }
-        release = slot.release;
-        signal?.throwIfAborted();
-      }
-      if (limiter !== undefined && !limiter.pass(key)) {
-        const token = await limiter.acquire(key, deadline - this.#clock.now(), signal);
-        if (!token.ok) {
-          const next = Math.ceil(token.retryAfter);
-          throw refusal(
-            'rate-limited',
-            (c) =>
-              new RateLimitedError(
-                `${request.method} ${url()}: rate limit for ${key} has no token within the deadline (next in ${next} ms)`,
-                token.retryAfter,
-                c,
-              ),
-          );
-        }
-      }
-      return await this.#admitBreaker(policies, key, request, deadline, release, url, refusal);
-    } catch (error) {
-      release();
-      throw error;
-    }
-  }
-
-  #admitBreaker(
-    policies: Policies,
-    key: string,
-    request: LogicalRequest,
-    deadline: number,
-    release: () => void,
-    url: () => string,
-    refusal: Refusal,
-  ): Gate | Promise<Gate> {
-    const breaker = policies.breaker;
-    if (breaker === undefined) return { release, ticket: undefined };
-    const decide = (admission: BreakerAdmission): Gate => {
-      if (admission.ok) return { release, ticket: admission.ticket };
-      release();
-      const next = Math.ceil(admission.retryAfter);
-      throw refusal(
-        'circuit-open',
-        (c) =>
-          new CircuitOpenError(
-            `${request.method} ${url()}: circuit open for ${key} (next probe in ${next} ms)`,
-            admission.retryAfter,
-            c,
-          ),
-      );
-    };
-    const lease = Math.min(request.timeout.attempt, deadline - this.#clock.now());
-    let admission: BreakerAdmission | Promise<BreakerAdmission>;
-    try {
-      admission = breaker.admit(key, lease);
-    } catch (error) {
-      release();
-      throw error;
-    }
-    if (isPromiseLike(admission)) {
-      return admission.then(decide, (error: unknown) => {
-        release();
-        throw error;
-      });
-    }
-    return decide(admission);
-  }
-
-  /** Tells the breaker and the rate limiter how an attempt went. Never blocks, never throws. */
-  #feedback(
-    policies: Policies,
-    key: string,
-    gate: Gate,
-    status: number | undefined,
-    error: unknown,
-    pacing: ServerPacing | undefined,
-    sentAt: number,
-    callerAborted = false,
-  ): void {
-    const { breaker, limiter } = policies;
-    if (breaker !== undefined && gate.ticket !== undefined) {
-      const outcome = breakerOutcome(status, error, callerAborted);
-      const ticket = gate.ticket;
-      settleQuietly(() => breaker.record(key, ticket, outcome));
-    }
-    if (limiter !== undefined && status !== undefined) {
-      try {
-        const hint = {
-          sentAt,
-          ...(pacing?.remaining !== undefined && { remaining: pacing.remaining }),
-          ...(status === 429 && pacing?.delay !== undefined && { retryAfter: pacing.delay }),
-        };
-        const pending = limiter.onResponse(key, status, hint);
-        if (pending !== undefined) pending.catch(noop);
-      } catch {
-        // The limiter learns on a best-effort basis.
-      }
-    }
+    return admit(policies, this.#clock, key, request, deadline, url, refusal);
   }
 
   /**
@@ -602,15 +442,5 @@ export class Executor {
       maybeSent,
       context,
     );
-  }
-}
-
-/** Runs a fire-and-forget policy call: a failure (sync or async) is ignored. */
-function settleQuietly(call: () => void | Promise<void>): void {
-  try {
-    const pending = call();
-    if (pending !== undefined) pending.catch(noop);
-  } catch {
-    // Policies learn on a best-effort basis; the request goes on.
   }
 }
