@@ -72,8 +72,7 @@ export type RateFeedbackArgs = {
   /**
    * A throttle from a process whose limiter was not pacing this key yet (its
    * first 429): its request did not test the shared rate, so an engaged key
-   * is not lowered; the process's measured rate is added instead, so that a
-   * fleet's rate is the sum of its members' (absent = false).
+   * is left as it is and the process joins it (absent = false).
    */
   joining?: boolean;
 };
@@ -204,12 +203,6 @@ function increase(s: RateState, cfg: RateConfig, now: number): RateState {
   return { ...next, tokens: Math.min(next.tokens, burstOf(next, cfg)) };
 }
 
-/** A process joins an engaged key: the shared rate grows by its share. */
-function join(s: RateState, cfg: RateConfig, measured: number, now: number): RateState {
-  const settled = settle(s, cfg, now);
-  return { ...settled, rate: s.rate + measured * cfg.beta, wMax: s.wMax + measured };
-}
-
 function decrease(s: RateState, cfg: RateConfig, base: number, now: number): RateState {
   const settled = settle(s, cfg, now);
   const rate = Math.max(cfg.minRate, base * cfg.beta);
@@ -258,7 +251,7 @@ export const rateFeedback: StoreOperation<RateFeedbackArgs, RateFeedbackResult> 
         s = decrease(fresh, cfg, measured, now);
         reset = true;
       } else if (args.joining === true) {
-        s = join(s, cfg, measured, now);
+        // Joins the shared rate as it is: neither lowered nor raised.
       } else if ((sentAt ?? now) >= s.lastDecrease && now >= s.lastDecrease + cfg.holdoffMs) {
         const fleet = Math.max(meterRate(s.meter ?? undefined, now), measured);
         s = decrease(s, cfg, Math.min(s.rate, fleet), now);

@@ -449,7 +449,7 @@ describe('RateLimiter properties', () => {
 });
 
 describe('RateLimiter, a fleet on one store', () => {
-  it('a second process joining an engaged key adds its share instead of lowering the rate', async () => {
+  it('a second process joining an engaged key leaves the shared rate as it is instead of lowering it', async () => {
     const clock = fakeClock();
     const store = memoryStore();
     const a = new RateLimiter(rateLimitDefaults, store, clock);
@@ -470,8 +470,8 @@ describe('RateLimiter, a fleet on one store', () => {
     }
     await b.onResponse(KEY, 429, { sentAt: clock.now() - 5 });
     const joined = store.peek(RATE_KEY_PREFIX + KEY, clock.now()) as RateState;
-    expect(joined.rate).toBeGreaterThan(engaged.rate);
-    expect(joined.wMax).toBeCloseTo(engaged.wMax * 2, -1);
+    expect(joined.rate).toBe(engaged.rate);
+    expect(joined.wMax).toBe(engaged.wMax);
     expect(b.active(KEY)).toBe(true);
     // A later 429 from b, now pacing, is news: the rate goes down.
     await clock.advance(ADAPTIVE.holdoffMs + 10);

@@ -188,10 +188,7 @@ local function feedback()
       local sentAt = now
       if args.sentAt ~= NULL then sentAt = args.sentAt end
       if args.joining == true then
-        local j = copy(settle(s))
-        j.rate = s.rate + args.measured * cfg.beta
-        j.wMax = s.wMax + args.measured
-        s = j
+        -- joins the shared rate as it is: neither lowered nor raised
       elseif sentAt >= s.lastDecrease and now >= s.lastDecrease + cfg.holdoffMs then
         local fleet = jmax(meterRate(s.meter, now), args.measured)
         s = decrease(s, jmin(s.rate, fleet))
