@@ -1,24 +1,22 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { NetworkError, SsrfBlockedError } from '../../src/errors.js';
 import { constantBackoff } from '../../src/retry/backoff.js';
 import { CHANNELS, createFetch } from '../../src/undici/index.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
-import { channelLog, rejection, tracker } from './support.js';
+import { channelLog, closeAfterEach, rejection, tracker } from './support.js';
 
-const open: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((c) => c.close()));
-});
+/** Closed after each test. */
+const open = closeAfterEach();
 
 async function serve(handler: Parameters<typeof httpServer>[0]): Promise<TestServer> {
   const server = await httpServer(handler);
-  open.push(server);
+  open.add(server);
   return server;
 }
 
 function client(options: Parameters<typeof createFetch>[0] = {}) {
   const fetch = createFetch(options);
-  open.push(fetch.dispatcher);
+  open.add(fetch.dispatcher);
   return fetch;
 }
 

@@ -1,27 +1,25 @@
 import { Readable } from 'node:stream';
 import { Agent, type Dispatcher, request } from 'undici';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { NetworkError } from '../../src/errors.js';
 import { constantBackoff } from '../../src/retry/backoff.js';
 import { CHANNELS, createAgent, retryInterceptor } from '../../src/undici/index.js';
 import { fakeClock, until } from '../helpers/clock.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
-import { channelLog, rejection, tracker } from './support.js';
+import { channelLog, closeAfterEach, rejection, tracker } from './support.js';
 
-const open: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((c) => c.close()));
-});
+/** Closed after each test. */
+const open = closeAfterEach();
 
 async function serve(handler: Parameters<typeof httpServer>[0]): Promise<TestServer> {
   const server = await httpServer(handler);
-  open.push(server);
+  open.add(server);
   return server;
 }
 
 function agent(options: Parameters<typeof retryInterceptor>[0], base = new Agent()) {
   const dispatcher = base.compose(retryInterceptor(options));
-  open.push(dispatcher);
+  open.add(dispatcher);
   return dispatcher;
 }
 
@@ -200,7 +198,7 @@ describe('retryInterceptor with undici.request', () => {
       res.end();
     });
     const inner = createAgent({ retry: fast });
-    open.push(inner);
+    open.add(inner);
     const outer = inner.compose(retryInterceptor({ retry: fast }));
     const res = await request(server.url, { dispatcher: outer });
     expect(res.statusCode).toBe(503);

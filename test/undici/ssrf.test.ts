@@ -1,28 +1,26 @@
 import type { LookupAddress } from 'node:dns';
 import type { LookupFunction, Socket } from 'node:net';
 import { request } from 'undici';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SsrfBlockedError } from '../../src/errors.js';
 import { errorCode } from '../../src/retry/classify.js';
 import { createAgent, createFetch } from '../../src/undici/index.js';
 import { guardConnector, guardLookup, refusal, resolveSsrfOptions } from '../../src/undici/ssrf.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
-import { rejection, tracker } from './support.js';
+import { closeAfterEach, rejection, tracker } from './support.js';
 
-const open: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((c) => c.close()));
-});
+/** Closed after each test. */
+const open = closeAfterEach();
 
 async function serve(handler: Parameters<typeof httpServer>[0]): Promise<TestServer> {
   const server = await httpServer(handler);
-  open.push(server);
+  open.add(server);
   return server;
 }
 
 function agent(options: Parameters<typeof createAgent>[0]) {
   const dispatcher = createAgent(options);
-  open.push(dispatcher);
+  open.add(dispatcher);
   return dispatcher;
 }
 
@@ -185,7 +183,7 @@ describe('redirects', () => {
       res.end();
     });
     const fetch = createFetch({ ssrf: { allow: [`127.0.0.1:${origin.port}`] } });
-    open.push(fetch.dispatcher);
+    open.add(fetch.dispatcher);
     const error = await rejection(fetch(`${origin.url}/start`));
     expect(error).toBeInstanceOf(SsrfBlockedError);
     expect(origin.received).toHaveLength(1);
@@ -198,10 +196,10 @@ describe('redirects', () => {
       res.end();
     });
     const fetch = createFetch({ ssrf: { allow: ['127.0.0.1/32'] } });
-    open.push(fetch.dispatcher);
+    open.add(fetch.dispatcher);
     expect(await rejection(fetch(origin.url))).toBeInstanceOf(SsrfBlockedError);
     const unguarded = createFetch();
-    open.push(unguarded.dispatcher);
+    open.add(unguarded.dispatcher);
     const res = await unguarded(origin.url);
     expect(res.status).toBe(301);
   });
@@ -212,7 +210,7 @@ describe('redirects', () => {
       res.end();
     });
     const fetch = createFetch({ maxRedirects: 3 });
-    open.push(fetch.dispatcher);
+    open.add(fetch.dispatcher);
     const error = await rejection(fetch(loop.url));
     expect(errorCode((error as Error).cause)).toBe('ERR_TOO_MANY_REDIRECTS');
     expect(loop.received).toHaveLength(4);
@@ -235,7 +233,7 @@ describe('redirects', () => {
       res.end();
     });
     const fetch = createFetch();
-    open.push(fetch.dispatcher);
+    open.add(fetch.dispatcher);
     const res = await fetch(`${origin.url}/see-other`, {
       method: 'POST',
       headers: { ...secrets, 'content-type': 'application/json' },
@@ -270,7 +268,7 @@ describe('redirects', () => {
       } else res.end('reached');
     });
     const fetch = createFetch();
-    open.push(fetch.dispatcher);
+    open.add(fetch.dispatcher);
     const res = await fetch(`${server.url}/start`, {
       method: 'PUT',
       headers: secrets,
@@ -290,7 +288,7 @@ describe('redirects', () => {
       res.end();
     });
     const fetch = createFetch();
-    open.push(fetch.dispatcher);
+    open.add(fetch.dispatcher);
     const res = await fetch(origin.url, { method: 'POST', body: 'secret payload' });
     expect(res.status).toBe(307);
     expect(other.connections).toBe(0);

@@ -1,14 +1,12 @@
 import { request } from 'undici';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { NetworkError } from '../../src/errors.js';
 import { createAgent, createFetch } from '../../src/undici/index.js';
 import { fakeClock } from '../helpers/clock.js';
-import { keepAlivePeer, rejection, tracker } from './support.js';
+import { closeAfterEach, keepAlivePeer, rejection, tracker } from './support.js';
 
-const open: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((c) => c.close()));
-});
+/** Closed after each test. */
+const open = closeAfterEach();
 
 /**
  * A peer that answers the first request of each connection and, on the
@@ -17,7 +15,7 @@ afterEach(async () => {
  */
 async function dropsSecondRequest() {
   const peer = await keepAlivePeer({ onRequest: (r) => (r.index === 1 ? 'drop' : 'answer') });
-  open.push(peer);
+  open.add(peer);
   return peer;
 }
 
@@ -34,7 +32,7 @@ describe('the stale keep-alive race', () => {
       connections: 1,
       retry: { attempts: 3, backoff: () => 60_000 },
     });
-    open.push(dispatcher);
+    open.add(dispatcher);
     try {
       const first = await request(`${peer.url}/1`, { dispatcher });
       expect(await first.body.text()).toBe('ok');
@@ -58,7 +56,7 @@ describe('the stale keep-alive race', () => {
     const peer = await dropsSecondRequest();
     const t = tracker();
     const dispatcher = createAgent({ on: t.on, connections: 1, retry: { attempts: 3 } });
-    open.push(dispatcher);
+    open.add(dispatcher);
     await (await request(`${peer.url}/1`, { dispatcher })).body.dump();
     const error = await rejection(
       request(`${peer.url}/charge`, { method: 'POST', body: 'order-7', dispatcher }),
@@ -82,7 +80,7 @@ describe('the stale keep-alive race', () => {
       connections: 1,
       retry: { attempts: 3, backoff: () => 60_000 },
     });
-    open.push(fetch.dispatcher);
+    open.add(fetch.dispatcher);
     try {
       expect(await (await fetch(`${peer.url}/1`)).text()).toBe('ok');
       expect(await (await fetch(`${peer.url}/2`)).text()).toBe('ok');
@@ -95,10 +93,10 @@ describe('the stale keep-alive race', () => {
 
   it('hit at 19–21 ms against a peer that drops connections idle for 20 ms: every GET succeeds, no POST arrives twice', async () => {
     const peer = await keepAlivePeer({ idleMs: 20 });
-    open.push(peer);
+    open.add(peer);
     const t = tracker();
     const dispatcher = createAgent({ connections: 1, on: t.on });
-    open.push(dispatcher);
+    open.add(dispatcher);
     const gets: string[] = [];
     let postsFailed = 0;
     for (let i = 0; i < 60; i++) {

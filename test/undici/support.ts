@@ -6,6 +6,7 @@ import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { afterEach } from 'vitest';
 import type { StaunchListeners } from '../../src/events.js';
 
 /** One request as a raw peer parsed it. */
@@ -228,4 +229,13 @@ export async function rejection(promise: Promise<unknown>): Promise<unknown> {
     return error;
   }
   throw new Error('expected a rejection');
+}
+
+/** Things a test file opened (servers, agents), closed after each test. */
+export function closeAfterEach(): { add(thing: { close(): Promise<unknown> | unknown }): void } {
+  const open: { close(): Promise<unknown> | unknown }[] = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((c) => c.close()));
+  });
+  return { add: (thing) => void open.push(thing) };
 }

@@ -1,32 +1,30 @@
 import type { LookupFunction } from 'node:net';
 import { request } from 'undici';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { NetworkError } from '../../src/errors.js';
 import { constantBackoff } from '../../src/retry/backoff.js';
 import { errorCode } from '../../src/retry/classify.js';
 import { createAgent, createFetch } from '../../src/undici/index.js';
 import { fakeClock } from '../helpers/clock.js';
 import { type RawServer, rawServer } from '../helpers/server.js';
-import { rejection, tracker } from './support.js';
+import { closeAfterEach, rejection, tracker } from './support.js';
 
 // undici's own timers (connect, headers, body) run in real time: small real
 // timeouts, and only generous bounds on how long anything took.
 const GENEROUS = 5_000;
 
-const open: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((c) => c.close()));
-});
+/** Closed after each test. */
+const open = closeAfterEach();
 
 async function raw(onConnection: Parameters<typeof rawServer>[0]): Promise<RawServer> {
   const server = await rawServer(onConnection);
-  open.push(server);
+  open.add(server);
   return server;
 }
 
 function agent(options: Parameters<typeof createAgent>[0]) {
   const dispatcher = createAgent(options);
-  open.push(dispatcher);
+  open.add(dispatcher);
   return dispatcher;
 }
 
@@ -99,7 +97,7 @@ describe('per-phase timeouts', () => {
       });
     });
     const fetch = createFetch({ timeouts: { body: 150 } });
-    open.push(fetch.dispatcher);
+    open.add(fetch.dispatcher);
     const res = await fetch(server.url);
     expect(res.status).toBe(200);
     const error = await rejection(res.text());
