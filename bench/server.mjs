@@ -39,7 +39,7 @@ const headers = {
 let requests = 0;
 let connections = 0;
 
-const server = createServer({ keepAlive: true, keepAliveTimeout: 30_000 }, (req, res) => {
+const server = createServer({ keepAlive: true, keepAliveTimeout: 65_000 }, (req, res) => {
   requests++;
   // Consume the request (none of the benchmark requests has a body) before answering.
   req.resume();
@@ -49,8 +49,8 @@ const server = createServer({ keepAlive: true, keepAliveTimeout: 30_000 }, (req,
 server.on('connection', () => {
   connections++;
 });
-server.keepAliveTimeout = 30_000;
-server.headersTimeout = 35_000;
+server.keepAliveTimeout = 65_000;
+server.headersTimeout = 70_000;
 
 process.on('message', (message) => {
   if (message?.type === 'stats') {

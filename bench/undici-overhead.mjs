@@ -3,7 +3,7 @@
  * staunch/undici success-path overhead: requests/s of `undici.request` over a
  * dispatcher with staunch's retry interceptor, against bare `undici.request`
  * over an undici `Agent` with the very same settings, on a keep-alive
- * loopback server in a separate process (bench/undici-server.mjs).
+ * loopback server in a separate process (bench/server.mjs).
  *
  *   npm run build && node bench/undici-overhead.mjs [--help]
  *
@@ -141,7 +141,7 @@ setTimeout(() => {
 
 let finished = false;
 const server = fork(
-  fileURLToPath(new URL('./undici-server.mjs', import.meta.url)),
+  fileURLToPath(new URL('./server.mjs', import.meta.url)),
   [String(limitSeconds + 10), String(config.bodyBytes)],
   { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [] },
 );
