@@ -1,4 +1,9 @@
 #!/usr/bin/env node
+import { existsSync, readFileSync } from 'node:fs';
+import { availableParallelism, cpus } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 /**
  * createFetch success-path overhead: requests/s of a fetch wrapped by
  * `createFetch` (defaults) against the bare fetch it wraps, on a keep-alive
@@ -14,12 +19,7 @@
  * sides. The ratio wrapped/bare is taken within each round, then the median
  * over the rounds. See docs/benchmarks.md.
  */
-import { fork } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { availableParallelism, cpus } from 'node:os';
-import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { startServer } from './child-server.mjs';
 
 const GOAL = 0.97;
 
@@ -170,36 +170,13 @@ clientLimit.unref();
 
 // --- the server, in its own process -------------------------------------------
 
-let finished = false;
-
-const server = fork(
-  fileURLToPath(new URL('./server.mjs', import.meta.url)),
-  [String(limitSeconds + 10), String(config.bodyBytes)],
-  // execArgv: [] keeps flags such as --cpu-prof on the client only.
-  { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [] },
-);
-const port = await new Promise((resolve, reject) => {
-  server.once('error', reject);
-  server.once('exit', (code) => reject(new Error(`server exited early with code ${code}`)));
-  server.once('message', (message) => {
-    if (message?.type === 'listening') resolve(message.port);
-    else reject(new Error(`unexpected message from server: ${JSON.stringify(message)}`));
-  });
+const server = await startServer({
+  name: 'fetch-overhead',
+  maxSeconds: limitSeconds + 10,
+  bodyBytes: config.bodyBytes,
 }).catch((error) => fail(error.message));
-server.removeAllListeners('exit');
-server.on('exit', (code, signal) => {
-  if (!finished) {
-    console.error(`fetch-overhead: the server exited during the run (${code ?? signal})`);
-    process.exit(1);
-  }
-});
-
-function serverStats() {
-  return new Promise((resolve) => {
-    server.once('message', resolve);
-    server.send({ type: 'stats' });
-  });
-}
+const port = server.port;
+const serverStats = server.stats;
 
 // --- measuring ----------------------------------------------------------------
 
@@ -356,8 +333,7 @@ const failures = rounds
   .flatMap((r) => Object.values(r.pairs))
   .reduce((n, cell) => n + sides.reduce((m, side) => m + cell[side].failed, 0), 0);
 
-finished = true;
-server.disconnect();
+server.stop();
 await agent?.close();
 
 const environment = {

@@ -1,4 +1,9 @@
 #!/usr/bin/env node
+import { existsSync } from 'node:fs';
+import { availableParallelism, cpus } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
 /**
  * staunch/undici success-path overhead: requests/s of `undici.request` over a
  * dispatcher with staunch's retry interceptor, against bare `undici.request`
@@ -22,12 +27,7 @@
  * machine falls on all sides. Ratios are taken within a round (variant / bare),
  * then the median over the rounds. Every body is read.
  */
-import { fork } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { availableParallelism, cpus } from 'node:os';
-import { performance } from 'node:perf_hooks';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { startServer } from './child-server.mjs';
 
 const GOAL = 0.95;
 
@@ -139,34 +139,13 @@ setTimeout(() => {
   process.exit(1);
 }, limitSeconds * 1000).unref();
 
-let finished = false;
-const server = fork(
-  fileURLToPath(new URL('./server.mjs', import.meta.url)),
-  [String(limitSeconds + 10), String(config.bodyBytes)],
-  { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [] },
-);
-const port = await new Promise((resolve, reject) => {
-  server.once('error', reject);
-  server.once('exit', (code) => reject(new Error(`server exited early with code ${code}`)));
-  server.once('message', (message) => {
-    if (message?.type === 'listening') resolve(message.port);
-    else reject(new Error(`unexpected message from the server: ${JSON.stringify(message)}`));
-  });
+const server = await startServer({
+  name: 'undici-overhead',
+  maxSeconds: limitSeconds + 10,
+  bodyBytes: config.bodyBytes,
 }).catch((error) => fail(error.message));
-server.removeAllListeners('exit');
-server.on('exit', (code, signal) => {
-  if (!finished) {
-    console.error(`undici-overhead: the server exited during the run (${code ?? signal})`);
-    process.exit(1);
-  }
-});
-
-function serverStats() {
-  return new Promise((resolve) => {
-    server.once('message', resolve);
-    server.send({ type: 'stats' });
-  });
-}
+const port = server.port;
+const serverStats = server.stats;
 
 const url = `http://127.0.0.1:${port}/bench`;
 let started = 0;
@@ -254,8 +233,7 @@ const failures = rounds.reduce(
   (n, r) => n + Object.values(r.cells).reduce((m, c) => m + c.failed, 0),
   0,
 );
-finished = true;
-server.disconnect();
+server.stop();
 await Promise.all(variants.map((v) => v.dispatcher.close()));
 
 const environment = {
