@@ -9,9 +9,7 @@ import { channelLog, closeAfterEach, rejection, tracker } from './support.js';
 const open = closeAfterEach();
 
 async function serve(handler: Parameters<typeof httpServer>[0]): Promise<TestServer> {
-  const server = await httpServer(handler);
-  open.add(server);
-  return server;
+  return open.add(await httpServer(handler));
 }
 
 function client(options: Parameters<typeof createFetch>[0] = {}) {

@@ -13,15 +13,11 @@ import { closeAfterEach, rejection, tracker } from './support.js';
 const open = closeAfterEach();
 
 async function serve(handler: Parameters<typeof httpServer>[0]): Promise<TestServer> {
-  const server = await httpServer(handler);
-  open.add(server);
-  return server;
+  return open.add(await httpServer(handler));
 }
 
 function agent(options: Parameters<typeof createAgent>[0]) {
-  const dispatcher = createAgent(options);
-  open.add(dispatcher);
-  return dispatcher;
+  return open.add(createAgent(options));
 }
 
 const ok = (_req: unknown, res: { end(body: string): void }) => res.end('reached');

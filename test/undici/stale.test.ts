@@ -14,9 +14,7 @@ const open = closeAfterEach();
  * the stale keep-alive race, made deterministic.
  */
 async function dropsSecondRequest() {
-  const peer = await keepAlivePeer({ onRequest: (r) => (r.index === 1 ? 'drop' : 'answer') });
-  open.add(peer);
-  return peer;
+  return open.add(await keepAlivePeer({ onRequest: (r) => (r.index === 1 ? 'drop' : 'answer') }));
 }
 
 describe('the stale keep-alive race', () => {

@@ -232,10 +232,17 @@ export async function rejection(promise: Promise<unknown>): Promise<unknown> {
 }
 
 /** Things a test file opened (servers, agents), closed after each test. */
-export function closeAfterEach(): { add(thing: { close(): Promise<unknown> | unknown }): void } {
+export function closeAfterEach(): {
+  add<T extends { close(): Promise<unknown> | unknown }>(thing: T): T;
+} {
   const open: { close(): Promise<unknown> | unknown }[] = [];
   afterEach(async () => {
     await Promise.all(open.splice(0).map((c) => c.close()));
   });
-  return { add: (thing) => void open.push(thing) };
+  return {
+    add: (thing) => {
+      open.push(thing);
+      return thing;
+    },
+  };
 }

@@ -17,15 +17,11 @@ const GENEROUS = 5_000;
 const open = closeAfterEach();
 
 async function raw(onConnection: Parameters<typeof rawServer>[0]): Promise<RawServer> {
-  const server = await rawServer(onConnection);
-  open.add(server);
-  return server;
+  return open.add(await rawServer(onConnection));
 }
 
 function agent(options: Parameters<typeof createAgent>[0]) {
-  const dispatcher = createAgent(options);
-  open.add(dispatcher);
-  return dispatcher;
+  return open.add(createAgent(options));
 }
 
 describe('per-phase timeouts', () => {
