@@ -61,6 +61,7 @@ const LISTENER_KEYS = [
   'attempt',
   'retry',
   'giveUp',
+  'wait',
   'breakerStateChange',
   'storeDegraded',
   'storeRecovered',

@@ -90,6 +90,25 @@ export interface GiveUpEvent extends RequestEvent {
   readonly replay?: ReplayRequest;
 }
 
+/**
+ * Why a request waited before an attempt:
+ * - `backoff`: the retry's backoff delay;
+ * - `server`: a server's pacing hint (`Retry-After`, `retry-after-ms`, `RateLimit`);
+ * - `rate-limit`: a token of the client-side rate limiter;
+ * - `queue`: a slot of the concurrency limit;
+ * - `circuit-open`: the verdict of an open circuit's next probe.
+ */
+export type WaitReason = 'backoff' | 'server' | 'rate-limit' | 'queue' | 'circuit-open';
+
+/** A request waited before an attempt (said once the wait is over, whatever ended it). */
+export interface WaitEvent extends RequestEvent {
+  /** The attempt that waited to be sent (1 for the first). */
+  attempt: number;
+  reason: WaitReason;
+  /** ms actually waited. */
+  duration: number;
+}
+
 /** A circuit changed state. */
 export interface BreakerStateChangeEvent {
   /** The policy key (the origin by default). */
@@ -110,6 +129,8 @@ export interface StaunchListeners {
   attempt?: (event: AttemptEvent) => void;
   retry?: (event: RetryEvent) => void;
   giveUp?: (event: GiveUpEvent) => void;
+  /** Time spent waiting before an attempt: backoff, a server hint, the limiter, the queue, an open circuit. */
+  wait?: (event: WaitEvent) => void;
   breakerStateChange?: (event: BreakerStateChangeEvent) => void;
   /** The store fell back to local state (said once per episode). */
   storeDegraded?: (event: StoreStatusEvent) => void;

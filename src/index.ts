@@ -26,6 +26,8 @@ export type {
   RetryReason,
   StaunchListeners,
   StoreStatusEvent,
+  WaitEvent,
+  WaitReason,
 } from './events.js';
 export type { Exchange, ExecutorOptions, LogicalRequest } from './executor.js';
 export { Executor } from './executor.js';
