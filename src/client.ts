@@ -62,6 +62,7 @@ const LISTENER_KEYS = [
   'retry',
   'giveUp',
   'wait',
+  'end',
   'breakerStateChange',
   'storeDegraded',
   'storeRecovered',

@@ -109,6 +109,18 @@ export interface WaitEvent extends RequestEvent {
   duration: number;
 }
 
+/** The logical request settled: a response handed back, or an error thrown. */
+export interface RequestEndEvent extends RequestEvent {
+  /** Attempts sent (0 when a policy refused the first one). */
+  attempts: number;
+  /** The status handed back, when a response was. */
+  status?: number;
+  /** The error's code (`STAUNCH_DEADLINE`, `ECONNRESET`…), when one was thrown. */
+  code?: string;
+  /** ms from the call to the response headers handed back, or to the error. */
+  duration: number;
+}
+
 /** A circuit changed state. */
 export interface BreakerStateChangeEvent {
   /** The policy key (the origin by default). */
@@ -131,6 +143,8 @@ export interface StaunchListeners {
   giveUp?: (event: GiveUpEvent) => void;
   /** Time spent waiting before an attempt: backoff, a server hint, the limiter, the queue, an open circuit. */
   wait?: (event: WaitEvent) => void;
+  /** The logical request settled (once per call, after every other event of it). */
+  end?: (event: RequestEndEvent) => void;
   breakerStateChange?: (event: BreakerStateChangeEvent) => void;
   /** The store fell back to local state (said once per episode). */
   storeDegraded?: (event: StoreStatusEvent) => void;

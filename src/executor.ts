@@ -106,7 +106,40 @@ export class Executor {
   }
 
   /** Runs `request` through `exchange` until it succeeds, gives up or runs out of time. */
-  async run<R>(request: LogicalRequest, exchange: Exchange<R>): Promise<R> {
+  run<R>(request: LogicalRequest, exchange: Exchange<R>): Promise<R> {
+    const listener = this.#on.end;
+    if (listener === undefined) return this.#run(request, exchange);
+    const started = this.#clock.now();
+    const end = (fields: { status?: number; code?: string }, attempts: number): void =>
+      emit(listener, {
+        method: request.method,
+        url: redactUrl(request.url),
+        attempts,
+        ...fields,
+        duration: this.#clock.now() - started,
+      });
+    let attempts = 0;
+    const counting: Exchange<R> = {
+      ...exchange,
+      send: (signal, attempt) => {
+        attempts = attempt;
+        return exchange.send(signal, attempt);
+      },
+    };
+    return this.#run(request, counting).then(
+      (response) => {
+        end({ status: exchange.status(response) }, attempts);
+        return response;
+      },
+      (error: unknown) => {
+        const code = errorCode(error);
+        end(code === undefined ? {} : { code }, attempts);
+        throw error;
+      },
+    );
+  }
+
+  async #run<R>(request: LogicalRequest, exchange: Exchange<R>): Promise<R> {
     const clock = this.#clock;
     const policies = this.#policies;
     const { retry, timeout, signal } = request;

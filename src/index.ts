@@ -21,6 +21,7 @@ export type {
   BreakerStateChangeEvent,
   GiveUpEvent,
   GiveUpReason,
+  RequestEndEvent,
   RequestEvent,
   RetryEvent,
   RetryReason,

@@ -189,3 +189,46 @@ describe('giveUp carries what a deferred replay needs', () => {
     expect(events.at(-1)!.replay).toMatchObject({ method: 'GET' });
   });
 });
+
+describe('the end event: once per logical request, after every other event of it', () => {
+  let server: TestServer | undefined;
+  let stop: (() => void) | undefined;
+  afterEach(async () => {
+    stop?.();
+    await server?.close();
+    server = undefined;
+  });
+
+  test('a response after a retry, a refusal without retry, and a network error', async () => {
+    server = await httpServer((_req, res, index) => {
+      res.statusCode = index === 0 ? 503 : index === 1 ? 200 : 404;
+      res.end();
+    });
+    const order: string[] = [];
+    const ends: unknown[] = [];
+    const c = client({
+      on: {
+        retry: () => order.push('retry'),
+        attempt: () => order.push('attempt'),
+        end: (e) => {
+          order.push('end');
+          ends.push(e);
+        },
+      },
+    });
+    stop = c.stop;
+    expect((await c.fetch(`${server.url}/a?api_key=SENTINEL`)).status).toBe(200);
+    expect(order).toEqual(['attempt', 'retry', 'attempt', 'end']);
+    expect((await c.fetch(`${server.url}/b`)).status).toBe(404);
+    const port = server.port;
+    await server.close();
+    server = undefined;
+    await expect(c.fetch(`http://127.0.0.1:${port}/c`)).rejects.toThrow();
+    expect(ends).toHaveLength(3);
+    expect(ends[0]).toMatchObject({ method: 'GET', attempts: 2, status: 200 });
+    expect(JSON.stringify(ends[0])).not.toContain('SENTINEL');
+    expect(ends[1]).toMatchObject({ attempts: 1, status: 404 });
+    expect(ends[2]).toMatchObject({ code: expect.any(String) });
+    expect((ends[2] as { attempts: number }).attempts).toBeGreaterThanOrEqual(1);
+  });
+});
