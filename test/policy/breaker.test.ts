@@ -58,6 +58,8 @@ describe('resolveBreakerOptions', () => {
       maxBreakDuration: 60_000,
       halfOpenProbes: 1,
       consecutiveFailures: undefined,
+      probeInterval: 1_000,
+      failFast: false,
     });
   });
 
@@ -102,6 +104,12 @@ describe('resolveBreakerOptions', () => {
       'breaker.consecutiveFailures must be an integer >= 1, got 0',
     ],
     [{ consecutiveFailures: null }, TypeError, 'got null'],
+    [
+      { probeInterval: 0 },
+      RangeError,
+      'breaker.probeInterval must be a finite number of ms > 0, got 0',
+    ],
+    [{ failFast: 'yes' }, TypeError, 'breaker.failFast must be a boolean, got "yes"'],
     [{ failureRate: 0.5 }, TypeError, 'breaker has unknown option "failureRate"'],
     [{ a: 1, b: 2 }, TypeError, 'breaker has unknown options "a", "b"'],
     ['on', TypeError, 'breaker must be an object, got "on"'],
@@ -340,6 +348,7 @@ describe('breaker store operations', () => {
     maxBreakDuration: 60_000,
     halfOpenProbes: 1,
     consecutiveFailures: 0,
+    probeInterval: 1_000,
   };
 
   it('have stable names', () => {
