@@ -248,7 +248,9 @@ function recordProbe(
  * neutral closes, failure reopens with the break doubled (capped),
  * cancelled frees the slot. A closed-state call counts only if the circuit is
  * still closed in the same generation, and only success or failure: it goes
- * into the window, then the circuit trips if the rule says so.
+ * into the window, then the circuit trips if the rule says so (ratio mode:
+ * the ratio over the window, or over its newest bucket alone, each with at
+ * least `minimumVolume` calls).
  */
 export const breakerRecord: StoreOperation<BreakerRecordArgs, BreakerRecordResult> = Object.freeze({
   name: 'staunch.breaker.record',
@@ -298,7 +300,13 @@ export const breakerRecord: StoreOperation<BreakerRecordArgs, BreakerRecordResul
         failures += f;
         total += f + ok;
       }
-      trip = total >= cfg.minimumVolume && failures >= cfg.failureRatio * total;
+      // The whole window, or its newest bucket alone: a hard outage after a healthy spell
+      // trips within a bucket instead of waiting for its failures to outweigh the window's
+      // successes (seconds of requests spent on a dead upstream).
+      const newest = bucket[1] + bucket[2];
+      trip =
+        (total >= cfg.minimumVolume && failures >= cfg.failureRatio * total) ||
+        (newest >= cfg.minimumVolume && bucket[1] >= cfg.failureRatio * newest);
     }
     if (trip)
       return update(open(s, cfg.breakDuration, now), cfg, now, { change: ['closed', 'open'] });

@@ -7,6 +7,8 @@
 import type { Clock } from '../internal/clock.js';
 import type { StateStore } from '../store/store.js';
 import {
+  type BreakerAdmitArgs,
+  type BreakerAdmitResult,
   type BreakerChange,
   type BreakerConfig,
   type BreakerOutcome,
@@ -14,7 +16,7 @@ import {
   breakerRecord,
   type CircuitState,
 } from './breaker-ops.js';
-import { BreakerWaitingRoom } from './breaker-wait.js';
+import { type BreakerPeek, BreakerWaitingRoom } from './breaker-wait.js';
 import { runOpMaybe } from './store-call.js';
 import {
   describeValue,
@@ -273,22 +275,20 @@ export class CircuitBreaker {
     return this.#rooms.wait(key, maxWait, signal);
   }
 
-  #peek(
-    key: string,
-    waitMs: number,
-  ): { ok: boolean; retryAfter: number } | Promise<{ ok: boolean; retryAfter: number }> {
-    const args = { cfg: this.#cfg, leaseMs: 0, waitMs, peek: true };
-    return runOpMaybe(
-      this.#store,
-      BREAKER_KEY_PREFIX + key,
-      breakerAdmit,
-      args,
-      this.#clock.now(),
-      (r) => {
-        if (r.ok) this.#refusing.delete(key);
-        return r.ok ? { ok: true, retryAfter: 0 } : { ok: false, retryAfter: r.retryAfter };
-      },
+  #peek(key: string, waitMs: number): BreakerPeek | Promise<BreakerPeek> {
+    return this.#run(key, { cfg: this.#cfg, leaseMs: 0, waitMs, peek: true }, (r) =>
+      r.ok ? { ok: true, retryAfter: 0 } : { ok: false, retryAfter: r.retryAfter },
     );
+  }
+
+  /** One admission op; keeps this process's view of the key (refusing or not) current. */
+  #run<T>(key: string, args: BreakerAdmitArgs, map: (r: BreakerAdmitResult) => T): T | Promise<T> {
+    const now = this.#clock.now();
+    return runOpMaybe(this.#store, BREAKER_KEY_PREFIX + key, breakerAdmit, args, now, (r) => {
+      if (!r.ok) this.#refusing.add(key);
+      else if (this.#refusing.size > 0) this.#refusing.delete(key);
+      return map(r);
+    });
   }
 
   /**
@@ -301,24 +301,14 @@ export class CircuitBreaker {
     const lease =
       (Number.isFinite(leaseMs) && leaseMs > 0 ? leaseMs : this.#cfg.maxBreakDuration) +
       PROBE_LEASE_GRACE;
-    const args =
+    const args: BreakerAdmitArgs =
       waitMs > 0 ? { cfg: this.#cfg, leaseMs: lease, waitMs } : { cfg: this.#cfg, leaseMs: lease };
-    return runOpMaybe(
-      this.#store,
-      BREAKER_KEY_PREFIX + key,
-      breakerAdmit,
-      args,
-      this.#clock.now(),
-      (r) => {
-        if (!r.ok) {
-          this.#refusing.add(key);
-          return { ok: false, retryAfter: r.retryAfter } as const;
-        }
-        if (this.#refusing.size > 0) this.#refusing.delete(key);
-        this.#emit(key, r.change);
-        return { ok: true, ticket: Object.freeze({ gen: r.gen, probe: r.probe }) } as const;
-      },
-    );
+    return this.#run(key, args, (r): BreakerAdmission => {
+      if (!r.ok) return { ok: false, retryAfter: r.retryAfter };
+      if (r.probe === null) this.#rooms.admitted(key, this.#clock.now());
+      this.#emit(key, r.change);
+      return { ok: true, ticket: Object.freeze({ gen: r.gen, probe: r.probe }) };
+    });
   }
 
   /**

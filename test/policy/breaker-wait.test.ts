@@ -226,3 +226,44 @@ describe('what fails fast on an open circuit', () => {
     expect(await pending).toBe(reason);
   });
 });
+
+describe('the backlog comes back at the pace of the traffic before the outage', () => {
+  test('10 requests a second, a 3 s outage: after it, never much more than twice that pace', async () => {
+    const arrivals: number[] = [];
+    const box: { clock?: { now(): number } } = {};
+    let downFrom = Number.POSITIVE_INFINITY;
+    let upAt = Number.POSITIVE_INFINITY;
+    const server = await upstream(
+      () => box.clock!.now() >= downFrom && box.clock!.now() < upAt,
+      arrivals,
+      () => box.clock!.now(),
+    );
+    const { fetch, clock, events } = setup({
+      retry: 6,
+      timeout: { total: 60_000 },
+      breaker: { consecutiveFailures: 3 },
+      rateLimit: false,
+      budget: false,
+    });
+    box.clock = clock;
+    const start = clock.now();
+    downFrom = start + 3_000;
+    upAt = start + 6_000;
+    const all: Promise<string>[] = [];
+    for (let i = 0; i < 90; i++) {
+      all.push(status(fetch(`${server.url}/${i}`)));
+      await clock.sleep(100);
+    }
+    const results = await Promise.all(all);
+    expect(results).toEqual(Array(90).fill('200'));
+    expect(events.wait.some((e) => e.reason === 'circuit-open')).toBe(true);
+    // About 30 requests waited out the outage. Released all at once they would reach the
+    // server within a few ms; paced at the earlier 10/s beside the new 10/s, no second
+    // after the recovery holds more than twice the old pace (plus the probe and a margin).
+    const after = arrivals.filter((t) => t >= upAt);
+    for (const t of after) {
+      const inSecond = after.filter((u) => u >= t && u < t + 1_000).length;
+      expect(inSecond).toBeLessThanOrEqual(26);
+    }
+  });
+});

@@ -370,6 +370,21 @@ describe('breaker store operations', () => {
     expect(two.ttl).toBe(5_000 + 60_000);
   });
 
+  it('trip on the newest bucket alone: a hard outage after a healthy spell', () => {
+    let state: Parameters<typeof breakerRecord.apply>[0];
+    const record = (outcome: 'success' | 'failure', now: number) => {
+      const r = breakerRecord.apply(state, { cfg, gen: 0, probe: null, outcome }, now);
+      state = r.state;
+      return r.result.change;
+    };
+    // 9 s of successes fill the 10 s window: 90 of them.
+    for (let t = 0; t < 9_000; t += 100) expect(record('success', t)).toBeNull();
+    // Then every call fails: the window's ratio stays under 0.5 for seconds, but the newest
+    // 1 s bucket holds only failures once minimumVolume (2) of them are in.
+    expect(record('failure', 9_000)).toBeNull();
+    expect(record('failure', 9_010)).toEqual(['closed', 'open']);
+  });
+
   it('treat an unrecognisable state as a fresh closed circuit', () => {
     const r = breakerAdmit.apply({ nonsense: true }, { cfg, leaseMs: 1_000 }, 0);
     expect(r.result).toEqual({ ok: true, gen: 0, probe: null, change: null });

@@ -189,7 +189,9 @@ local function record()
       failures = failures + b[2]
       total = total + b[2] + b[3]
     end
-    trip = total >= cfg.minimumVolume and failures >= cfg.failureRatio * total
+    local newest = bucket[2] + bucket[3]
+    trip = (total >= cfg.minimumVolume and failures >= cfg.failureRatio * total)
+      or (newest >= cfg.minimumVolume and bucket[2] >= cfg.failureRatio * newest)
   end
   if trip then
     return update(open(s, cfg.breakDuration), obj(RESULT, { change = change('closed', 'open') }))
