@@ -30,6 +30,7 @@ import {
   classifyError,
   classifyStatus,
   errorCode,
+  isInvalidRequest,
   isStaleConnection,
   type RetryScope,
 } from './retry/classify.js';
@@ -465,6 +466,7 @@ export class Executor {
     const context: StaunchErrorOptions = { method: request.method, url, attempts, cause: error };
     if (error instanceof DeadlineExceededError) return error;
     scrubError(error, request.secrets());
+    if (isInvalidRequest(error)) return error as Error; // the caller's mistake, as the runtime made it
     const kind = classifyError(error);
     const code = errorCode(error);
     const maybeSent = kind === 'maybe-sent';
