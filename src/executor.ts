@@ -19,7 +19,7 @@ import {
   type StaunchListeners,
 } from './events.js';
 import { type Clock, noop, type Random, startTimer } from './internal/clock.js';
-import { redactUrl, scrubError } from './internal/redact.js';
+import { redactUrl, scrubbedCause, scrubError } from './internal/redact.js';
 import { linkSignal } from './internal/signals.js';
 import type { ResolvedRetryOptions, ResolvedTimeoutOptions } from './options.js';
 import { admit, feedback, type Gate, OPEN_GATE, settleQuietly } from './policy/gate.js';
@@ -335,7 +335,7 @@ export class Executor {
         method: request.method,
         url: url(),
         attempts: attempt - 1,
-        ...(lastError !== undefined && { cause: lastError }),
+        ...(lastError !== undefined && { cause: scrubbedCause(lastError, request.secrets()) }),
       });
     };
     return admit(policies, this.#clock, key, request, deadline, url, refusal);

@@ -74,7 +74,7 @@ export type {
 } from './policy/rate-limiter.js';
 export { RateLimiter, rateLimitDefaults, resolveRateLimitOptions } from './policy/rate-limiter.js';
 export { rateAcquire, rateFeedback, rateRefund } from './policy/rate-ops.js';
-export type { ReplayRequest } from './replay.js';
+export type { ReplayRemoved, ReplayRequest } from './replay.js';
 export type { Backoff, ExponentialBackoffOptions, Jitter } from './retry/backoff.js';
 export { constantBackoff, exponentialBackoff } from './retry/backoff.js';
 export type { ErrorKind, RetryScope } from './retry/classify.js';

@@ -171,6 +171,8 @@ describe('giveUp carries what a deferred replay needs', () => {
       body: '{"sku":42}',
       bodyEncoding: 'utf8',
       idempotencyKey: 'order-42',
+      // Named, so that the replayer puts its own credentials back.
+      removed: { headers: ['authorization'] },
     });
     expect(JSON.stringify(events[0])).not.toContain('replay');
     expect(JSON.stringify(replay)).not.toContain('SENTINEL');
