@@ -32,7 +32,13 @@ export type {
 } from './events.js';
 export type { Exchange, ExecutorOptions, LogicalRequest } from './executor.js';
 export { Executor } from './executor.js';
-export type { FetchLike, StaunchFetch, StaunchOptions, StaunchRequestInit } from './fetch.js';
+export type {
+  FetchLike,
+  StaunchFetch,
+  StaunchOptions,
+  StaunchRequestInit,
+  StaunchRequestOptions,
+} from './fetch.js';
 export { createFetch } from './fetch.js';
 export type { Clock, Random } from './internal/clock.js';
 export { systemClock } from './internal/clock.js';
