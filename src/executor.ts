@@ -19,13 +19,19 @@ import {
   type WaitReason,
 } from './events.js';
 import { type Clock, noop, type Random, startTimer } from './internal/clock.js';
-import { redactUrl, scrubError } from './internal/redact.js';
+import { redactUrl, scrubbedCause, scrubError } from './internal/redact.js';
 import { linkSignal } from './internal/signals.js';
 import { admit, feedback, type Gate, OPEN_GATE, settleQuietly } from './policy/gate.js';
 import type { Policies } from './policy/policies.js';
 import { isPromiseLike } from './policy/store-call.js';
 import type { Exchange, LogicalRequest } from './request.js';
-import { classifyError, classifyStatus, errorCode, isStaleConnection } from './retry/classify.js';
+import {
+  classifyError,
+  classifyStatus,
+  errorCode,
+  isInvalidRequest,
+  isStaleConnection,
+} from './retry/classify.js';
 import { type AttemptVerdict, decide } from './retry/decide.js';
 import { readHeader, readServerPacing, type ServerPacing } from './retry/server-delay.js';
 
@@ -337,7 +343,7 @@ export class Executor {
         method: request.method,
         url: url(),
         attempts: attempt - 1,
-        ...(lastError !== undefined && { cause: lastError }),
+        ...(lastError !== undefined && { cause: scrubbedCause(lastError, request.secrets()) }),
       });
     };
     const listener = this.#on.wait;
@@ -474,6 +480,7 @@ export class Executor {
     const context: StaunchErrorOptions = { method: request.method, url, attempts, cause: error };
     if (error instanceof DeadlineExceededError) return error;
     scrubError(error, request.secrets());
+    if (isInvalidRequest(error)) return error as Error; // the caller's mistake, as the runtime made it
     const kind = classifyError(error);
     const code = errorCode(error);
     const maybeSent = kind === 'maybe-sent';

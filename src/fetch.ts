@@ -1,7 +1,8 @@
 /**
  * `createFetch`: the fetch adapter. It turns a fetch call into a logical
  * request for the executor and keeps fetch's signature: same arguments (plus
- * `retry`, `timeout`, `idempotencyKey` on the init), same `Response`.
+ * the `staunch` field and the `idempotencyKey` shorthand on the init), same
+ * `Response`.
  */
 import { type AttemptBody, encodeFormData, prepareBody } from './body.js';
 import { CLIENT_KEYS, type Client, type ClientOptions, resolveClient } from './client.js';
@@ -16,6 +17,7 @@ import {
   type TimeoutOptions,
 } from './options.js';
 import { describeReplay } from './replay.js';
+import { markInvalid, refusedByFetch } from './retry/classify.js';
 
 /** Any WHATWG fetch: Node's global, npm undici's, Deno's, Bun's, a browser's. */
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
@@ -26,13 +28,26 @@ export interface StaunchOptions extends ClientOptions {
   fetch?: FetchLike;
 }
 
-/** `RequestInit` plus staunch's per-request fields (removed before the transport sees the init). */
-export interface StaunchRequestInit extends RequestInit {
-  /** Overrides the client's retry options for this request. */
+/** staunch's per-request overrides: `init.staunch`. */
+export interface StaunchRequestOptions {
+  /** Overrides the client's retry options for this request. @default the client's */
   retry?: RetryOptions | number | boolean | undefined;
-  /** Overrides the client's deadlines for this request. */
+  /** Overrides the client's deadlines for this request. @default the client's */
   timeout?: TimeoutOptions | number | false | undefined;
-  /** Sent in the idempotency header; makes any method replayable. */
+  /** Sent in the idempotency header; makes any method replayable. @default none */
+  idempotencyKey?: string | undefined;
+}
+
+/**
+ * `RequestInit` plus staunch's per-request field, `staunch`, removed before
+ * the transport sees the init. Top-level `retry` and `timeout` are not
+ * staunch's: wrappers such as ofetch pass their own option bags to the fetch
+ * they wrap, and those keys go through to the transport untouched.
+ */
+export interface StaunchRequestInit extends RequestInit {
+  /** staunch's per-request overrides. @default {} */
+  staunch?: StaunchRequestOptions | undefined;
+  /** Shorthand for `staunch.idempotencyKey`. @default none */
   idempotencyKey?: string | undefined;
 }
 
@@ -41,6 +56,8 @@ export type StaunchFetch = (
   input: string | URL | Request,
   init?: StaunchRequestInit,
 ) => Promise<Response>;
+
+const REQUEST_KEYS: readonly string[] = ['retry', 'timeout', 'idempotencyKey'];
 
 const OPTION_KEYS: readonly string[] = ['fetch', ...CLIENT_KEYS];
 
@@ -55,6 +72,7 @@ const DRAIN_LIMIT = 64 * 1024;
  * const fetch = createFetch({ retry: { attempts: 4 }, timeout: { total: 10_000 } });
  * const res = await fetch('https://api.example.com/orders', {
  *   method: 'POST', body: JSON.stringify(order), idempotencyKey: order.id,
+ *   staunch: { timeout: { total: 5_000 } },
  * });
  */
 export function createFetch(options: StaunchOptions = {}): StaunchFetch {
@@ -73,7 +91,7 @@ interface FetchClient extends Client {
 }
 
 type Headers_ = RequestInit['headers'];
-type Init = Omit<StaunchRequestInit, 'retry' | 'timeout' | 'idempotencyKey'>;
+type Init = Omit<StaunchRequestInit, 'staunch' | 'idempotencyKey'>;
 
 async function send(
   client: FetchClient,
@@ -88,17 +106,28 @@ async function send(
   if (init === undefined) {
     base = {};
   } else {
-    const { retry: r, timeout: t, idempotencyKey, ...rest } = init;
+    const { staunch, idempotencyKey, ...rest } = init;
     base = rest;
-    if (r !== undefined) retry = resolveRetryOptions(r, client.retry, 'init.retry');
-    if (t !== undefined) timeout = resolveTimeoutOptions(t, client.timeout, 'init.timeout');
-    if (idempotencyKey !== undefined) {
-      if (typeof idempotencyKey !== 'string' || idempotencyKey === '') {
-        throw new TypeError(
-          `init.idempotencyKey must be a non-empty string, got ${describe(idempotencyKey)}`,
-        );
+    let shorthand = 'init.idempotencyKey';
+    let k: unknown = idempotencyKey;
+    if (staunch !== undefined) {
+      const o = checkObject('init.staunch', staunch, REQUEST_KEYS) as StaunchRequestOptions;
+      if (o.retry !== undefined) {
+        retry = resolveRetryOptions(o.retry, client.retry, 'init.staunch.retry');
       }
-      key = idempotencyKey;
+      if (o.timeout !== undefined) {
+        timeout = resolveTimeoutOptions(o.timeout, client.timeout, 'init.staunch.timeout');
+      }
+      if (o.idempotencyKey !== undefined) {
+        shorthand = 'init.staunch.idempotencyKey';
+        k = o.idempotencyKey;
+      }
+    }
+    if (k !== undefined) {
+      if (typeof k !== 'string' || k === '') {
+        throw new TypeError(`${shorthand} must be a non-empty string, got ${describe(k)}`);
+      }
+      key = k;
     }
   }
 
@@ -147,12 +176,23 @@ async function send(
   const { transport } = client;
   const attemptBody = body;
   const exchange: Exchange<Response> = {
-    send: (attemptSignal) =>
-      transport(url, {
+    send: (attemptSignal) => {
+      const attemptInit: RequestInit = {
         ...base,
         body: attemptBody.next() as NonNullable<RequestInit['body']>,
         signal: attemptSignal,
-      }),
+      };
+      // A request the runtime refused before sending is the caller's mistake (classify.ts).
+      const refused = (error: unknown): never => {
+        if (attemptSignal.aborted || !refusedByFetch(url, attemptInit, error)) throw error;
+        throw markInvalid(error);
+      };
+      try {
+        return transport(url, attemptInit).catch(refused);
+      } catch (error) {
+        return refused(error);
+      }
+    },
     status: (response) => response.status,
     headers: (response) => response.headers,
     discard: discardResponse,

@@ -32,7 +32,13 @@ export type {
 } from './events.js';
 export type { Exchange, ExecutorOptions, LogicalRequest } from './executor.js';
 export { Executor } from './executor.js';
-export type { FetchLike, StaunchFetch, StaunchOptions, StaunchRequestInit } from './fetch.js';
+export type {
+  FetchLike,
+  StaunchFetch,
+  StaunchOptions,
+  StaunchRequestInit,
+  StaunchRequestOptions,
+} from './fetch.js';
 export { createFetch } from './fetch.js';
 export type { Clock, Random } from './internal/clock.js';
 export { systemClock } from './internal/clock.js';
@@ -74,7 +80,7 @@ export type {
 } from './policy/rate-limiter.js';
 export { RateLimiter, rateLimitDefaults, resolveRateLimitOptions } from './policy/rate-limiter.js';
 export { rateAcquire, rateFeedback, rateRefund } from './policy/rate-ops.js';
-export type { ReplayRequest } from './replay.js';
+export type { ReplayRemoved, ReplayRequest } from './replay.js';
 export type { Backoff, ExponentialBackoffOptions, Jitter } from './retry/backoff.js';
 export { constantBackoff, exponentialBackoff } from './retry/backoff.js';
 export type { ErrorKind, RetryScope } from './retry/classify.js';

@@ -15,6 +15,7 @@ import {
 import type { GiveUpReason, WaitReason } from '../events.js';
 import { type Clock, noop } from '../internal/clock.js';
 import type { LogicalRequest } from '../request.js';
+import { isInvalidRequest } from '../retry/classify.js';
 import type { ServerPacing } from '../retry/server-delay.js';
 import type { BreakerAdmission, BreakerTicket, CircuitBreaker } from './breaker.js';
 import type { Policies } from './policies.js';
@@ -38,7 +39,7 @@ export type Refusal = (
 function breakerOutcome(status: number | undefined, error: unknown, callerAborted: boolean) {
   if (status !== undefined)
     return status >= 500 ? 'failure' : status >= 400 ? 'neutral' : 'success';
-  if (callerAborted) return 'cancelled';
+  if (callerAborted || isInvalidRequest(error)) return 'cancelled'; // the caller's fault, not the upstream's
   // A request that ran out of its own total time says little about the upstream's health.
   if (error instanceof DeadlineExceededError && error.timeout === 'total') return 'cancelled';
   return 'failure';

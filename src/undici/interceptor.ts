@@ -21,7 +21,8 @@ import {
   type TimeoutOptions,
 } from '../options.js';
 import { describeReplay, type ReplayRequest } from '../replay.js';
-import { Attempt, CallerController } from './attempt.js';
+import { errorCode } from '../retry/classify.js';
+import { Attempt, CallerController, deliverError } from './attempt.js';
 import { type Client, type ClientOptions, resolveClient } from './client.js';
 import { hasHeader, headerPairs, withHeader } from './headers.js';
 import { watchSockets } from './stale.js';
@@ -92,9 +93,7 @@ function run(
 ): void {
   const logical = new AbortController();
   const controller = new CallerController(logical);
-  const fail = (error: unknown): void => {
-    handler.onResponseError?.(controller, surface(error));
-  };
+  const fail = (error: unknown): void => deliverError(handler, controller, surface(error));
   let call: DispatchCall;
   try {
     handler.onRequestStart?.(controller, {});
@@ -114,7 +113,7 @@ function run(
     try {
       handler.onResponseStart?.(controller, attempt.status, attempt.headers, attempt.statusText);
     } catch (error) {
-      attempt.callerAbort(error as Error);
+      attempt.fail(error);
       return;
     }
     attempt.flush();
@@ -291,11 +290,16 @@ function resendable(body: unknown): (unsent: boolean) => boolean {
 }
 
 /**
- * The error the caller's handler gets: the SSRF guard's own error rather than
- * the `NetworkError` around it; any other error as the executor threw it.
+ * The error the caller's handler gets: the SSRF guard's own error, or the
+ * `RequestRetryError` of a retry layer below, rather than the `NetworkError`
+ * around it; any other error as the executor threw it.
  */
 export function surface(error: unknown): Error {
-  if (error instanceof NetworkError && error.cause instanceof SsrfBlockedError) return error.cause;
+  if (error instanceof NetworkError) {
+    if (error.cause instanceof SsrfBlockedError) return error.cause;
+    // A lower retry layer (undici's interceptors.retry()) gave up on a status: its own error.
+    if (errorCode(error.cause) === 'UND_ERR_REQ_RETRY') return error.cause as Error;
+  }
   // The caller's own abort reason goes back as it is, whatever it is.
   return error as Error;
 }
