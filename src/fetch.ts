@@ -8,15 +8,16 @@ import { type AttemptBody, encodeFormData, prepareBody } from './body.js';
 import { CLIENT_KEYS, type Client, type ClientOptions, resolveClient } from './client.js';
 import type { Exchange, LogicalRequest } from './executor.js';
 import { noop, type Random } from './internal/clock.js';
+import { DRAIN_LIMIT } from './internal/limits.js';
 import { collectSecrets } from './internal/redact.js';
 import { checkObject, describe } from './internal/validate.js';
-import {
-  type RetryOptions,
-  resolveRetryOptions,
-  resolveTimeoutOptions,
-  type TimeoutOptions,
-} from './options.js';
 import { describeReplay } from './replay.js';
+import {
+  idempotencyOf,
+  type RequestSettings,
+  readRequestOptions,
+  type StaunchRequestOptions,
+} from './request-options.js';
 import { markInvalid, refusedByFetch } from './retry/classify.js';
 
 /** Any WHATWG fetch: Node's global, npm undici's, Deno's, Bun's, a browser's. */
@@ -28,15 +29,7 @@ export interface StaunchOptions extends ClientOptions {
   fetch?: FetchLike;
 }
 
-/** staunch's per-request overrides: `init.staunch`. */
-export interface StaunchRequestOptions {
-  /** Overrides the client's retry options for this request. @default the client's */
-  retry?: RetryOptions | number | boolean | undefined;
-  /** Overrides the client's deadlines for this request. @default the client's */
-  timeout?: TimeoutOptions | number | false | undefined;
-  /** Sent in the idempotency header; makes any method replayable. @default none */
-  idempotencyKey?: string | undefined;
-}
+export type { StaunchRequestOptions } from './request-options.js';
 
 /**
  * `RequestInit` plus staunch's per-request field, `staunch`, removed before
@@ -57,12 +50,9 @@ export type StaunchFetch = (
   init?: StaunchRequestInit,
 ) => Promise<Response>;
 
-const REQUEST_KEYS: readonly string[] = ['retry', 'timeout', 'idempotencyKey'];
-
 const OPTION_KEYS: readonly string[] = ['fetch', ...CLIENT_KEYS];
 
 /** Bytes of a failed response read so that its connection can be reused; past that it is cancelled. */
-const DRAIN_LIMIT = 64 * 1024;
 
 /**
  * Creates a fetch that retries only what is safe, honours the server's pacing
@@ -100,36 +90,19 @@ async function send(
 ): Promise<Response> {
   let url: string;
   let base: Init;
-  let retry = client.retry;
-  let timeout = client.timeout;
-  let key: string | undefined;
+  let settings: RequestSettings;
   if (init === undefined) {
     base = {};
+    settings = { retry: client.retry, timeout: client.timeout, key: undefined };
   } else {
     const { staunch, idempotencyKey, ...rest } = init;
     base = rest;
-    let shorthand = 'init.idempotencyKey';
-    let k: unknown = idempotencyKey;
-    if (staunch !== undefined) {
-      const o = checkObject('init.staunch', staunch, REQUEST_KEYS) as StaunchRequestOptions;
-      if (o.retry !== undefined) {
-        retry = resolveRetryOptions(o.retry, client.retry, 'init.staunch.retry');
-      }
-      if (o.timeout !== undefined) {
-        timeout = resolveTimeoutOptions(o.timeout, client.timeout, 'init.staunch.timeout');
-      }
-      if (o.idempotencyKey !== undefined) {
-        shorthand = 'init.staunch.idempotencyKey';
-        k = o.idempotencyKey;
-      }
-    }
-    if (k !== undefined) {
-      if (typeof k !== 'string' || k === '') {
-        throw new TypeError(`${shorthand} must be a non-empty string, got ${describe(k)}`);
-      }
-      key = k;
-    }
+    settings = readRequestOptions(client, staunch, 'init.staunch', {
+      value: idempotencyKey,
+      path: 'init.idempotencyKey',
+    });
   }
+  const { retry, timeout } = settings;
 
   if (typeof input === 'string') url = input;
   else if (input instanceof URL) url = input.href;
@@ -142,12 +115,14 @@ async function send(
 
   const method = (base.method ?? 'GET').toUpperCase();
   const { header } = client.idempotency;
-  if (key === undefined && !retry.methods.has(method) && client.idempotency.auto) {
-    if (!hasHeader(base.headers, header)) key = uuid(client.random);
-  }
+  const { key, replayable } = idempotencyOf(
+    method,
+    settings,
+    client.idempotency,
+    hasHeader(base.headers, header),
+    () => uuid(client.random),
+  );
   if (key !== undefined) base.headers = withHeader(base.headers, header, key);
-  const replayable =
-    retry.methods.has(method) || key !== undefined || hasHeader(base.headers, header);
 
   const retries = retry.attempts > 1;
   let body: AttemptBody | undefined = prepareBody(base.body, retries);

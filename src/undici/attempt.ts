@@ -7,13 +7,13 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
+import { DRAIN_LIMIT } from '../internal/limits.js';
 import { expectSend, markIfStale, type Probe, probe } from './stale.js';
 
 type Controller = Dispatcher.DispatchController;
 type Handler = Dispatcher.DispatchHandler;
 
 /** Bytes of a failed response read so that its connection can be reused; past that it is aborted. */
-export const DRAIN_LIMIT: number = 64 * 1024;
 /** Bytes held while the executor decides; past that the socket is paused. */
 const HOLD_LIMIT = 1024 * 1024;
 

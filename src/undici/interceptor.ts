@@ -11,16 +11,14 @@ import type { Dispatcher } from 'undici';
 import { NetworkError, SsrfBlockedError } from '../errors.js';
 import type { Exchange, LogicalRequest } from '../executor.js';
 import { collectSecrets } from '../internal/redact.js';
-import { checkObject, describe } from '../internal/validate.js';
-import {
-  type ResolvedRetryOptions,
-  type ResolvedTimeoutOptions,
-  type RetryOptions,
-  resolveRetryOptions,
-  resolveTimeoutOptions,
-  type TimeoutOptions,
+import type {
+  ResolvedRetryOptions,
+  ResolvedTimeoutOptions,
+  RetryOptions,
+  TimeoutOptions,
 } from '../options.js';
 import { describeReplay, type ReplayRequest } from '../replay.js';
+import { idempotencyOf, readRequestOptions } from '../request-options.js';
 import { errorCode } from '../retry/classify.js';
 import { Attempt, CallerController, deliverError } from './attempt.js';
 import { type Client, type ClientOptions, resolveClient } from './client.js';
@@ -205,43 +203,27 @@ function prepare(
   opts: StaunchDispatchOptions,
   signal: AbortSignal,
 ): DispatchCall {
-  let retry = client.retry;
-  let timeout = client.timeout;
-  let key: string | undefined;
   let base: Dispatcher.DispatchOptions = opts;
+  let staunch: unknown;
   if (opts.staunch !== undefined) {
-    const { staunch, ...rest } = opts;
+    const { staunch: fields, ...rest } = opts;
     base = rest;
-    const fields = checkObject('staunch', staunch, ['retry', 'timeout', 'idempotencyKey']);
-    if (fields.retry !== undefined) {
-      retry = resolveRetryOptions(fields.retry as RetryOptions, client.retry, 'staunch.retry');
-    }
-    if (fields.timeout !== undefined) {
-      timeout = resolveTimeoutOptions(
-        fields.timeout as TimeoutOptions,
-        client.timeout,
-        'staunch.timeout',
-      );
-    }
-    if (fields.idempotencyKey !== undefined) {
-      if (typeof fields.idempotencyKey !== 'string' || fields.idempotencyKey === '') {
-        throw new TypeError(
-          `staunch.idempotencyKey must be a non-empty string, got ${describe(fields.idempotencyKey)}`,
-        );
-      }
-      key = fields.idempotencyKey;
-    }
+    staunch = fields;
   }
+  const settings = readRequestOptions(client, staunch, 'staunch');
+  const { retry, timeout } = settings;
   const method = String(base.method).toUpperCase();
-  const { header, auto } = client.idempotency;
+  const { header } = client.idempotency;
   const keyHeader = header.toLowerCase();
   let headers = base.headers;
-  if (key === undefined && auto && !retry.methods.has(method) && !hasHeader(headers, keyHeader)) {
-    key = randomUUID();
-  }
+  const { key, replayable } = idempotencyOf(
+    method,
+    settings,
+    client.idempotency,
+    hasHeader(headers, keyHeader),
+    randomUUID,
+  );
   if (key !== undefined) headers = withHeader(headers, header, key);
-  const replayable =
-    retry.methods.has(method) || key !== undefined || hasHeader(headers, keyHeader);
   const attemptOpts = { ...base, headers, [HANDLED]: true } as Dispatcher.DispatchOptions;
   return new DispatchCall(dispatch, attemptOpts, {
     method,

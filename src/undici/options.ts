@@ -9,6 +9,7 @@
 import type { LookupFunction } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import { CLIENT_KEYS } from '../client.js';
+import { MAX_TIMER_MS } from '../internal/limits.js';
 import { checkNumber, checkObject, describe } from '../internal/validate.js';
 import { resolveSsrfOptions, type SsrfOptions, type SsrfRules } from './ssrf.js';
 
@@ -153,14 +154,13 @@ export interface ResolvedTransport {
 }
 
 /** The largest timer Node accepts (ms): 2^31 − 1. */
-const MAX_TIMER = 2_147_483_647;
 
 function duration(path: string, value: unknown, fallback: number, allowZero: boolean): number {
   if (value === undefined) return fallback;
   return checkNumber(path, value, {
     min: 0,
     exclusiveMin: !allowZero,
-    max: MAX_TIMER,
+    max: MAX_TIMER_MS,
     integer: true,
   });
 }
