@@ -13,4 +13,4 @@ export const MAX_TIMER_MS = 2_147_483_647;
  * a redirect) read to completion so its keep-alive connection can be reused;
  * a longer one is cancelled instead (the connection is then closed).
  */
-export const DRAIN_LIMIT = 64 * 1024;
+export const DRAIN_LIMIT: number = 64 * 1024;
