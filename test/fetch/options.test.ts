@@ -102,8 +102,8 @@ describe('events', () => {
     const res = await c.fetch(`${server.url}/a?token=abc123&x=1`);
     expect(res.status).toBe(503);
     expect(seen).toEqual([
-      'retry 1 status 503 125',
-      'retry 2 status 503 250',
+      'retry 1 status 503 500',
+      'retry 2 status 503 875',
       `giveUp attempts 3 GET ${server.url}/a?token=***&x=1`,
     ]);
     expect(attempts.map((a) => [a.attempt, a.status, a.method])).toEqual([

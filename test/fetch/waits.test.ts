@@ -46,7 +46,10 @@ describe('DeadlineExceededError names the deadline that expired', () => {
   test('total: 700 with attempts of 300: the last attempt ends on the total, ms = 700', async () => {
     const server = await rawServer(() => {});
     cleanup.push(() => server.close());
-    const c = client({ retry: 5, timeout: { total: 700, attempt: 300 } }, { hold: () => true });
+    const c = client(
+      { retry: { attempts: 5, backoff: () => 5 }, timeout: { total: 700, attempt: 300 } },
+      { hold: () => true },
+    );
     cleanup.push(c.stop);
     const result = c.fetch(server.url).catch((e: unknown) => e);
     for (let i = 0; i < 20 && c.clock.pending().length > 0; i++) {

@@ -208,7 +208,10 @@ describe('what fails fast on an open circuit', () => {
   });
 
   test('a deadline that cannot reach the next probe', async () => {
-    const { fetch, server, events } = await dead({ retry: 3, timeout: { total: 500 } });
+    const { fetch, server, events } = await dead({
+      retry: { attempts: 3, backoff: () => 10 },
+      timeout: { total: 500 },
+    });
     const err = await fetch(server.url).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CircuitOpenError);
     expect(server.received).toHaveLength(1);
