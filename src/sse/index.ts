@@ -1,0 +1,11 @@
+/**
+ * staunch/sse: read, relay and resume Server-Sent Events streams. No runtime
+ * dependency and no `node:` import (the node:http helper is `staunch/sse`'s
+ * `pipeEvents`, which only uses the ServerResponse it is given).
+ */
+export type { EventStreamErrorOptions, EventStreamFailure } from './errors.js';
+export { EventStreamError } from './errors.js';
+export type { ServerSentEvent } from './parse.js';
+export { EventStreamParser } from './parse.js';
+export type { EventReader, EventStreamSource, ReadEventsOptions } from './read.js';
+export { readEvents } from './read.js';
