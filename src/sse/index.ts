@@ -5,6 +5,8 @@
  */
 export type { EventStreamErrorOptions, EventStreamFailure } from './errors.js';
 export { EventStreamError } from './errors.js';
+export type { FirstEventOptions } from './first-event.js';
+export { FIRST_EVENT_HEADER, firstEvent, providerErrorStatus } from './first-event.js';
 export type { ServerSentEvent } from './parse.js';
 export { EventStreamParser } from './parse.js';
 export type { EventReader, EventStreamSource, ReadEventsOptions } from './read.js';

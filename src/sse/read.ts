@@ -31,6 +31,8 @@ export interface EventReader extends AsyncIterableIterator<ServerSentEvent> {
   readonly retry: number | undefined;
   /** Events handed out so far. */
   readonly events: number;
+  /** Stops reading and cancels the source at once, even while a read is pending. */
+  return(): Promise<IteratorResult<ServerSentEvent>>;
 }
 
 interface ByteSource {
