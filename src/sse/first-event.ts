@@ -14,6 +14,7 @@ import type { FetchLike } from '../fetch.js';
 import { describe } from '../internal/validate.js';
 import { EventStreamError, isAbort } from './errors.js';
 import { EventStreamParser, type ServerSentEvent } from './parse.js';
+import { isEventStream } from './read.js';
 
 /** Options of `firstEvent`. */
 export interface FirstEventOptions {
@@ -143,15 +144,11 @@ export function firstEvent(fetch: FetchLike, options: FirstEventOptions = {}): F
   }
   return async (input, init) => {
     const response = await fetch(input, init);
-    if (!isEventStream(response)) return response;
+    if (response.status !== 200 || response.body === null || !isEventStream(response)) {
+      return response;
+    }
     return peek(response, init.signal ?? undefined, maxBytes, skip, errorStatus);
   };
-}
-
-function isEventStream(response: Response): boolean {
-  if (response.status !== 200 || response.body === null) return false;
-  const type = response.headers.get('content-type') ?? '';
-  return type.split(';', 1)[0]!.trim().toLowerCase() === 'text/event-stream';
 }
 
 async function peek(

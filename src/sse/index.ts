@@ -11,3 +11,5 @@ export type { ServerSentEvent } from './parse.js';
 export { EventStreamParser } from './parse.js';
 export type { EventReader, EventStreamSource, ReadEventsOptions } from './read.js';
 export { readEvents } from './read.js';
+export type { ReconnectInfo, ResumableEventsOptions, ResumableReader } from './resume.js';
+export { resumableEvents } from './resume.js';

@@ -60,8 +60,11 @@ export class EventStreamParser {
   /** A field was seen since the last blank line. */
   #fields = false;
 
-  constructor(onEvent: (event: ServerSentEvent) => void) {
+  /** `lastEventId`: the ID a resumed stream starts from (it persists until an `id:` field). */
+  constructor(onEvent: (event: ServerSentEvent) => void, lastEventId = '') {
     this.#onEvent = onEvent;
+    this.lastEventId = lastEventId;
+    this.#idBuffer = lastEventId;
   }
 
   /** Parses the next bytes of the stream. */

@@ -21,6 +21,12 @@ export interface ReadEventsOptions {
    * @default undefined
    */
   signal?: AbortSignal | undefined;
+  /**
+   * The last event ID to start from: events carry it until an `id:` field
+   * changes it (a resumed stream continues the ID of the one before).
+   * @default ''
+   */
+  lastEventId?: string | undefined;
 }
 
 /** The iterator `readEvents` returns; it also tells where the stream stands. */
@@ -31,6 +37,12 @@ export interface EventReader extends AsyncIterableIterator<ServerSentEvent> {
   readonly retry: number | undefined;
   /** Events handed out so far. */
   readonly events: number;
+  /**
+   * True once the stream has ended inside an event (a partial line, or fields
+   * with no closing blank line): the standard discards that event, and a
+   * clean end of the connection cut it short.
+   */
+  readonly truncated: boolean;
   /** Stops reading and cancels the source at once, even while a read is pending. */
   return(): Promise<IteratorResult<ServerSentEvent>>;
 }
@@ -84,6 +96,12 @@ function isResponse(value: unknown): value is Response {
 
 function ignore(): void {}
 
+/** True when the response's media type is `text/event-stream` (parameters ignored). */
+export function isEventStream(response: Response): boolean {
+  const type = response.headers.get('content-type') ?? '';
+  return type.split(';', 1)[0]!.trim().toLowerCase() === 'text/event-stream';
+}
+
 class Reader implements EventReader {
   readonly #parser: EventStreamParser;
   readonly #source: ByteSource | undefined;
@@ -93,9 +111,10 @@ class Reader implements EventReader {
   #done = false;
   #filling: Promise<void> | undefined;
   #events = 0;
+  #truncated = false;
 
   constructor(source: EventStreamSource, options: ReadEventsOptions) {
-    this.#parser = new EventStreamParser((event) => this.#queue.push(event));
+    this.#parser = new EventStreamParser((event) => this.#queue.push(event), options.lastEventId);
     this.#source = byteSource(source);
     this.#signal = options.signal;
     if (this.#source === undefined) this.#done = true;
@@ -111,6 +130,10 @@ class Reader implements EventReader {
 
   get events(): number {
     return this.#events;
+  }
+
+  get truncated(): boolean {
+    return this.#truncated;
   }
 
   [Symbol.asyncIterator](): this {
@@ -174,6 +197,7 @@ class Reader implements EventReader {
       if (this.#done) return;
       if (chunk.done) {
         this.#done = true;
+        this.#truncated = this.#parser.midEvent;
         this.#parser.end();
         return;
       }
