@@ -200,6 +200,8 @@ function errorResponse(response: Response, event: ServerSentEvent, status: numbe
   headers.set('content-type', json ? 'application/json' : 'text/plain; charset=utf-8');
   headers.set(FIRST_EVENT_HEADER, 'error');
   const kinds = errorKinds(event) ?? [];
+  // The 200's own x-should-retry (if any) spoke of the stream, not of this error.
+  headers.delete('x-should-retry');
   if (kinds.some((k) => NEVER_RETRY.has(k))) headers.set('x-should-retry', 'false');
   else if (kinds.some((k) => NOT_PROCESSED.has(k))) headers.set('x-should-retry', 'true');
   return rebuild(response, event.data, status, headers);

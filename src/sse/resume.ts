@@ -12,6 +12,7 @@
 import type { FetchLike } from '../fetch.js';
 import { type Clock, systemClock } from '../internal/clock.js';
 import { checkNumber, checkObject, describe } from '../internal/validate.js';
+import { classifyError } from '../retry/classify.js';
 import { EventStreamError, isAbort } from './errors.js';
 import type { ServerSentEvent } from './parse.js';
 import { type EventReader, isEventStream, readEvents } from './read.js';
@@ -147,7 +148,9 @@ class Resumable implements ResumableReader {
         if (this.#connections > 0) await this.#wait(error);
         error = undefined;
         const opened = await this.#open().catch((e: unknown) => {
-          if (this.#done || isAbort(e, this.#stop.signal) || isFinal(e)) throw this.#finish(e);
+          // The caller's abort, a refusal (status, content type) or an error the same
+          // request meets again (an invalid URL) ends it; other failures reconnect.
+          if (this.#done || this.#stop.signal.aborted || isFinal(e)) throw this.#finish(e);
           return e;
         });
         if (opened !== true) {
@@ -275,7 +278,8 @@ class Resumable implements ResumableReader {
 const STOPPED: unique symbol = Symbol('staunch.sse.stopped');
 
 function isFinal(error: unknown): boolean {
-  return error instanceof EventStreamError && error.reason !== 'interrupted';
+  if (error instanceof EventStreamError) return error.reason !== 'interrupted';
+  return classifyError(error) === 'fatal';
 }
 
 /**

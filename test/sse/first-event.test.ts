@@ -96,9 +96,11 @@ describe('firstEvent', () => {
   });
 
   it('a first event that is a client error is not retried (400, body kept)', async () => {
-    const server = await httpServer((_req, res) =>
-      sse(res, 'data: {"error":{"type":"invalid_request_error","message":"bad"}}\n\n'),
-    );
+    const server = await httpServer((_req, res) => {
+      // The 200's own x-should-retry spoke of the stream: it must not carry over to the 400.
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'x-should-retry': 'true' });
+      res.end('data: {"error":{"type":"invalid_request_error","message":"bad"}}\n\n');
+    });
     servers.push(server);
     const { fetch } = staunch();
     const res = await fetch(server.url, { method: 'POST', body: '{}' });

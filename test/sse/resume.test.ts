@@ -7,7 +7,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { EventStreamError } from '../../src/sse/errors.js';
 import { type ReconnectInfo, resumableEvents } from '../../src/sse/resume.js';
 import { fakeClock, until } from '../helpers/clock.js';
-import { httpServer, type RawServer, rawServer, type TestServer } from '../helpers/server.js';
+import {
+  closedPort,
+  httpServer,
+  type RawServer,
+  rawServer,
+  type TestServer,
+} from '../helpers/server.js';
 
 const servers: (TestServer | RawServer)[] = [];
 const stops: (() => void)[] = [];
@@ -195,6 +201,27 @@ describe('resumableEvents', () => {
     await reader.return();
     expect(await pending).toEqual({ done: true, value: undefined });
     await socketClosed;
+  });
+
+  it('a refused connection is reconnected, bounded; an invalid URL is not', async () => {
+    const clock = autoClock();
+    const port = await closedPort();
+    const reader = resumableEvents(
+      fetch,
+      `http://127.0.0.1:${port}/`,
+      {},
+      { clock, reconnects: 2 },
+    );
+    const error = await reader.next().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(EventStreamError);
+    expect((error as EventStreamError).cause).toBeInstanceOf(TypeError);
+    expect(reader.connections).toBe(3);
+    expect(clock.sleeps).toEqual([3000, 6000]);
+
+    const invalid = resumableEvents(fetch, 'http://127.0.0.1:99999/', {}, { clock });
+    await expect(invalid.next()).rejects.toThrow(TypeError);
+    expect(invalid.connections).toBe(1);
+    expect(clock.sleeps).toEqual([3000, 6000]);
   });
 
   it('refuses a POST stream, a body and bad options, naming them', () => {
