@@ -74,14 +74,17 @@ export class EventStreamParser {
 
   /**
    * Ends the stream. Per the standard, an event not yet ended by a blank line
-   * is discarded, not dispatched.
+   * is discarded, not dispatched. Returns true if one was (the stream ended
+   * inside an event).
    */
-  end(): void {
+  end(): boolean {
     this.#text(this.#decoder.decode());
+    const mid = this.midEvent;
     this.#carry = [];
     this.#data = undefined;
     this.#type = '';
     this.#fields = false;
+    return mid;
   }
 
   /** True when the bytes so far end inside an event (a partial line, or fields not yet dispatched). */

@@ -197,8 +197,7 @@ class Reader implements EventReader {
       if (this.#done) return;
       if (chunk.done) {
         this.#done = true;
-        this.#truncated = this.#parser.midEvent;
-        this.#parser.end();
+        this.#truncated = this.#parser.end();
         return;
       }
       const value = chunk.value;

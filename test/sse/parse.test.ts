@@ -125,6 +125,12 @@ describe('the event-stream parser (HTML §9.2.6)', () => {
     expect(parser.midEvent).toBe(true);
     parser.push(encoder.encode('\n: comment\n'));
     expect(parser.midEvent).toBe(false);
+    expect(parser.end()).toBe(false);
+    // A character cut by the end of the stream is a partial line.
+    const cut = new EventStreamParser(() => {});
+    cut.push(new Uint8Array([...encoder.encode('data: a\n\n'), 0xe2, 0x82]));
+    expect(cut.midEvent).toBe(false);
+    expect(cut.end()).toBe(true);
   });
 
   it('a long line cut into many chunks is assembled once', () => {
