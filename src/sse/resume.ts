@@ -102,6 +102,8 @@ class Resumable implements ResumableReader {
   #connections = 0;
   #failures = 0;
   #done = false;
+  /** Stopped by return(), not by a failure or the caller's abort. */
+  #returned = false;
 
   constructor(fetch: FetchLike, url: string, init: RequestInit, o: ResumableEventsOptions) {
     this.#fetch = fetch;
@@ -141,7 +143,15 @@ class Resumable implements ResumableReader {
     return this;
   }
 
-  async next(): Promise<IteratorResult<ServerSentEvent>> {
+  next(): Promise<IteratorResult<ServerSentEvent>> {
+    // A next() pending when return() is called ends as done, not with the stop's abort.
+    return this.#next().catch((error: unknown) => {
+      if (this.#returned) return DONE;
+      throw error;
+    });
+  }
+
+  async #next(): Promise<IteratorResult<ServerSentEvent>> {
     let error: unknown;
     while (!this.#done) {
       if (this.#reader === undefined) {
@@ -178,7 +188,8 @@ class Resumable implements ResumableReader {
       this.#keep(reader);
       if (this.#done) break;
       if (!reader.truncated && !this.#reconnectOnEnd) break;
-      error = new EventStreamError('event stream ended inside an event', 'interrupted', {
+      const how = reader.truncated ? 'ended inside an event' : 'ended';
+      error = new EventStreamError(`event stream ${how}`, 'interrupted', {
         events: this.#events,
         lastEventId: this.#lastEventId,
       });
@@ -188,6 +199,7 @@ class Resumable implements ResumableReader {
   }
 
   return(): Promise<IteratorResult<ServerSentEvent>> {
+    if (!this.#done) this.#returned = true;
     this.#finish();
     return Promise.resolve(DONE);
   }

@@ -165,6 +165,24 @@ describe('resumableEvents', () => {
     expect(await reader.next()).toEqual({ done: true, value: undefined });
   });
 
+  it('return() during a reconnection wait ends the pending next() as done', async () => {
+    const server = await rawServer((socket) => {
+      socket.once('data', () =>
+        socket.write(CHUNKED + chunk('data: 1\n\n'), () => socket.resetAndDestroy()),
+      );
+    });
+    servers.push(server);
+    const clock = fakeClock();
+    const reader = resumableEvents(fetch, server.url, {}, { clock });
+    expect((await reader.next()).value?.data).toBe('1');
+    const next = reader.next();
+    await until(() => clock.pending().length > 0);
+    await reader.return();
+    expect(await next).toEqual({ done: true, value: undefined });
+    expect(clock.pending()).toEqual([]);
+    expect(server.connections).toBe(1);
+  });
+
   it('a status other than 200 or a wrong content type fails for good', async () => {
     const server = await httpServer((_req, res, i) => {
       if (i === 0) res.writeHead(500).end('oops');
