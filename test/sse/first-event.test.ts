@@ -5,6 +5,7 @@
  * drop surfaces as an EventStreamError and nothing is sent again.
  */
 import type { ServerResponse } from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { NetworkError, type RetryEvent } from '../../src/index.js';
 import { EventStreamError } from '../../src/sse/errors.js';
@@ -158,6 +159,19 @@ describe('firstEvent', () => {
     expect(seen).toEqual(['message_start']);
     expect(error).toBeInstanceOf(EventStreamError);
     expect(server.connections).toBe(1);
+  });
+
+  it('a gzipped stream: the handed-over response no longer claims an encoding', async () => {
+    const server = await httpServer((_req, res, i) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' });
+      res.end(gzipSync(i === 0 ? OVERLOADED : STREAM));
+    });
+    servers.push(server);
+    const { fetch } = staunch();
+    const res = await fetch(server.url, { method: 'POST', body: '{}' });
+    expect(res.headers.get('content-encoding')).toBeNull();
+    expect(await collect(res)).toHaveLength(4);
+    expect(server.received).toHaveLength(2);
   });
 
   it('leaves other responses untouched', async () => {
