@@ -1,0 +1,229 @@
+/**
+ * Resumable downloads against a raw node:net server that destroys the socket
+ * mid-body: byte-exact bodies for cuts at random offsets, and a clear error
+ * (never missing or doubled bytes) when the server cannot continue.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Socket } from 'node:net';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { constantBackoff, createFetch, ResumeError } from '../../src/index.js';
+import { type RawServer, rawServer } from '../helpers/server.js';
+
+const BODY = randomBytes(96 * 1024);
+
+interface Plan {
+  /** Bytes of body sent on each connection before it is destroyed (absent: the rest). */
+  cuts: number[];
+  etag: string | undefined;
+  /** ETag served from the second connection on. */
+  nextEtag?: string | undefined;
+  lastModified?: string;
+  /** Answer range requests with the full 200. */
+  ignoreRange?: boolean;
+  /** Start the 206 at this many bytes after the asked offset. */
+  skew?: number;
+}
+
+interface Seen {
+  range: string | undefined;
+  ifMatch: string | undefined;
+  ifRange: string | undefined;
+}
+
+let plan: Plan = { cuts: [], etag: '"v1"' };
+let seen: Seen[] = [];
+let server: RawServer;
+
+function header(head: string, name: string): string | undefined {
+  const m = new RegExp(`^${name}:\\s*(.*)$`, 'im').exec(head);
+  return m?.[1]?.trim();
+}
+
+function answer(socket: Socket, head: string, index: number): void {
+  const request: Seen = {
+    range: header(head, 'range'),
+    ifMatch: header(head, 'if-match'),
+    ifRange: header(head, 'if-range'),
+  };
+  seen.push(request);
+  const etag = index > 0 && 'nextEtag' in plan ? plan.nextEtag : plan.etag;
+  const validators = [
+    ...(etag === undefined ? [] : [`etag: ${etag}`]),
+    ...(plan.lastModified === undefined ? [] : [`last-modified: ${plan.lastModified}`]),
+  ];
+  let status = '200 OK';
+  let start = 0;
+  const extra: string[] = [];
+  const range = /^bytes=(\d+)-$/.exec(request.range ?? '');
+  if (range !== null && !plan.ignoreRange) {
+    if (request.ifMatch !== undefined && request.ifMatch !== etag) {
+      socket.end(
+        'HTTP/1.1 412 Precondition Failed\r\ncontent-length: 0\r\nconnection: close\r\n\r\n',
+      );
+      return;
+    }
+    start = Number(range[1]) + (plan.skew ?? 0);
+    status = '206 Partial Content';
+    extra.push(`content-range: bytes ${start}-${BODY.length - 1}/${BODY.length}`);
+  }
+  const rest = BODY.subarray(start);
+  socket.write(
+    [
+      `HTTP/1.1 ${status}`,
+      `content-length: ${rest.length}`,
+      'content-type: application/octet-stream',
+      'accept-ranges: bytes',
+      'connection: close',
+      ...validators,
+      ...extra,
+      '',
+      '',
+    ].join('\r\n'),
+  );
+  const cut = plan.cuts[index];
+  if (cut === undefined || cut >= rest.length) {
+    socket.end(rest);
+    return;
+  }
+  socket.write(rest.subarray(0, cut), () => socket.destroy());
+}
+
+beforeAll(async () => {
+  server = await rawServer((socket, index) => {
+    let head = '';
+    socket.on('data', (chunk: Buffer) => {
+      if (head.includes('\r\n\r\n')) return;
+      head += chunk.toString('latin1');
+      if (head.includes('\r\n\r\n')) answer(socket, head, index - first);
+    });
+  });
+});
+afterAll(() => server.close());
+
+/** Connection index of the current test's first request. */
+let first = 0;
+function start(p: Plan): void {
+  plan = p;
+  seen = [];
+  first = server.connections;
+}
+
+const fetch = createFetch({
+  resume: true,
+  retry: { backoff: constantBackoff(1) },
+  rateLimit: false,
+  breaker: false,
+});
+
+async function download(): Promise<Buffer> {
+  const res = await fetch(`${server.url}/file`);
+  expect(res.status).toBe(200);
+  return Buffer.from(await res.arrayBuffer());
+}
+
+describe('resume: true', () => {
+  it('is byte-exact whatever the offsets of up to three cuts', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.integer({ min: 1, max: 40 * 1024 }), { minLength: 1, maxLength: 3 }),
+        async (cuts) => {
+          start({ cuts, etag: '"v1"' });
+          const body = await download();
+          expect(body.equals(BODY)).toBe(true);
+          // One range request per cut, each from the bytes delivered so far, with If-Match.
+          expect(seen).toHaveLength(cuts.length + 1);
+          let offset = 0;
+          for (const [i, cut] of cuts.entries()) {
+            offset += cut;
+            expect(seen[i + 1]).toEqual({
+              range: `bytes=${offset}-`,
+              ifMatch: '"v1"',
+              ifRange: undefined,
+            });
+          }
+          expect(seen[0]!.range).toBeUndefined();
+        },
+      ),
+      { numRuns: 25, seed: 13 },
+    );
+  });
+
+  it('a changed ETag fails the body with a ResumeError (412 to If-Match), the bytes before it exact', async () => {
+    start({ cuts: [10_000], etag: '"v1"', nextEtag: '"v2"' });
+    const res = await fetch(`${server.url}/file`);
+    const reader = res.body!.getReader();
+    const got: Uint8Array[] = [];
+    let error: unknown;
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        got.push(value);
+      }
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ResumeError);
+    expect((error as ResumeError).message).toMatch(/representation changed \(412/);
+    expect((error as ResumeError).offset).toBe(10_000);
+    expect(Buffer.concat(got).equals(BODY.subarray(0, 10_000))).toBe(true);
+    expect(seen.map((s) => s.ifMatch)).toEqual([undefined, '"v1"']);
+  });
+
+  it('a server that ignores Range gives a ResumeError, never the body twice', async () => {
+    start({ cuts: [5_000], etag: '"v1"', ignoreRange: true });
+    const res = await fetch(`${server.url}/file`);
+    await expect(res.arrayBuffer()).rejects.toThrow(/ignores Range \(200 instead of 206\)/);
+    expect(seen).toHaveLength(2);
+  });
+
+  it('a 206 that starts elsewhere is refused', async () => {
+    start({ cuts: [5_000], etag: '"v1"', skew: 7 });
+    const res = await fetch(`${server.url}/file`);
+    await expect(res.arrayBuffer()).rejects.toThrow(/starts at byte 5007, not 5000/);
+  });
+
+  it('without a strong ETag, If-Range on Last-Modified', async () => {
+    const lastModified = 'Tue, 01 Dec 2026 08:00:00 GMT';
+    start({ cuts: [3_000, 4_000], etag: 'W/"weak"', lastModified });
+    expect((await download()).equals(BODY)).toBe(true);
+    expect(seen.slice(1)).toEqual([
+      { range: 'bytes=3000-', ifMatch: undefined, ifRange: lastModified },
+      { range: 'bytes=7000-', ifMatch: undefined, ifRange: lastModified },
+    ]);
+  });
+
+  it('no validator at all: the failure says why it cannot resume, no range request sent', async () => {
+    start({ cuts: [2_000], etag: undefined });
+    const res = await fetch(`${server.url}/file`);
+    const error = await res.arrayBuffer().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ResumeError);
+    expect((error as Error).message).toMatch(/no strong ETag nor Last-Modified/);
+    expect((error as ResumeError).cause).toBeDefined();
+    expect(seen).toHaveLength(1);
+  });
+
+  it('gives up after resume.attempts range requests', async () => {
+    const few = createFetch({ resume: { attempts: 2 }, rateLimit: false, breaker: false });
+    start({ cuts: [1_000, 1_000, 1_000, 1_000], etag: '"v1"' });
+    const res = await few(`${server.url}/file`);
+    await expect(res.arrayBuffer()).rejects.toThrow(/2 range requests already made/);
+    expect(seen).toHaveLength(3);
+  });
+
+  it('leaves a GET with its own Range, and other methods, alone', async () => {
+    start({ cuts: [], etag: '"v1"' });
+    const res = await fetch(`${server.url}/file`, { headers: { range: 'bytes=10-' } });
+    expect(res.status).toBe(206);
+    expect(Buffer.from(await res.arrayBuffer()).equals(BODY.subarray(10))).toBe(true);
+  });
+
+  it('rejects bad options, naming them', () => {
+    expect(() => createFetch({ resume: { attempts: 0 } })).toThrow(/resume\.attempts/);
+    expect(() => createFetch({ resume: { tries: 1 } as never })).toThrow(/resume\.tries/);
+  });
+});
