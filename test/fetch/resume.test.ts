@@ -8,7 +8,8 @@ import type { Socket } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { constantBackoff, createFetch, ResumeError } from '../../src/index.js';
-import { type RawServer, rawServer } from '../helpers/server.js';
+import { rawHttpServer } from '../helpers/raw-http.js';
+import type { RawServer } from '../helpers/server.js';
 
 const BODY = randomBytes(96 * 1024);
 
@@ -90,14 +91,7 @@ function answer(socket: Socket, head: string, index: number): void {
 }
 
 beforeAll(async () => {
-  server = await rawServer((socket, index) => {
-    let head = '';
-    socket.on('data', (chunk: Buffer) => {
-      if (head.includes('\r\n\r\n')) return;
-      head += chunk.toString('latin1');
-      if (head.includes('\r\n\r\n')) answer(socket, head, index - first);
-    });
-  });
+  server = await rawHttpServer((socket, head, index) => answer(socket, head, index - first));
 });
 afterAll(() => server.close());
 
