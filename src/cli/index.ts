@@ -5,8 +5,9 @@
  * resilient curl (docs/cli.md). Exit codes of `lab`: 0 done, 1 failed, 2 bad
  * usage; `fetch` has its own (docs/cli.md).
  */
-import { readFileSync, realpathSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { version } from './about.js';
 import { type FetchIo, fetchCommand } from './fetch-command.js';
 import { labCommand } from './lab-command.js';
 
@@ -25,16 +26,6 @@ Example:
   staunch fetch https://example.com/big.iso -o big.iso --deadline 10m
   staunch lab                      # the overload burst, simulated, five strategies
   staunch lab --mode live --report lab-report.html`;
-
-/** The package's version (dist/cli/index.js and src/cli/index.ts both sit two levels down). */
-export function version(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
-    return typeof pkg.version === 'string' ? pkg.version : 'unknown';
-  } catch {
-    return 'unknown';
-  }
-}
 
 /** Runs the CLI with `argv` (without node and the script); resolves with the exit code. */
 export async function main(argv: string[], io: FetchIo): Promise<number> {
