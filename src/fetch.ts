@@ -192,7 +192,7 @@ async function send(
   };
   const response = client.executor.run(request, exchange);
   if (client.resume === undefined) return response;
-  return withResume(response, client.resume, method, url, base.headers, (headers) =>
+  return withResume(response, client.resume, method, url, base, (headers) =>
     send(client, url, { ...base, headers }),
   );
 }

@@ -82,7 +82,7 @@ export function resumable(
   response: Response,
   refetch: Refetch,
   options: ResolvedResumeOptions,
-  label: { method: string; url: string },
+  label: { method: string; url: string; signal?: AbortSignal | null | undefined },
 ): Response {
   if (response.status !== 200 || response.body === null) return response;
   const rep = representation(response);
@@ -135,7 +135,8 @@ export function resumable(
           controller.enqueue(value);
           return;
         } catch (error) {
-          if (error instanceof ResumeError) throw error;
+          // The caller's abort (or deadline) ends the body as it is: never resumed.
+          if (error instanceof ResumeError || label.signal?.aborted) throw error;
           await resume(error);
         }
       }
@@ -208,14 +209,17 @@ export function withResume(
   options: ResolvedResumeOptions,
   method: string,
   url: string,
-  headers: RequestInit['headers'],
+  init: Pick<RequestInit, 'headers' | 'signal'>,
   send: (headers: [string, string][]) => Promise<Response>,
 ): Promise<Response> {
+  const { headers, signal } = init;
   if (method !== 'GET' || new Headers(headers).has('range')) return response;
   const refetch: Refetch = (extra) => {
     const merged = new Headers(headers);
     for (const [name, value] of extra) merged.set(name, value);
     return send([...merged]);
   };
-  return response.then((r) => resumable(r, refetch, options, { method, url: redactUrl(url) }));
+  return response.then((r) =>
+    resumable(r, refetch, options, { method, url: redactUrl(url), signal }),
+  );
 }

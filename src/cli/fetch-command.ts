@@ -52,7 +52,8 @@ Options:
   -H, --header 'N: V'      request header, repeatable
   -d, --data DATA          request body; @FILE reads it from FILE
   --retry N                retries after the first attempt (default 2)
-  --deadline DURATION      for all attempts and waits (default 5m)
+  --deadline DURATION      for everything: attempts, waits and the body (default
+                           5m to the response headers, then none)
   --attempt-timeout DUR.   for one attempt, to its response headers (default 60s)
   --idempotency-key KEY    sent as Idempotency-Key: makes a POST retryable
   -o, --output FILE        write the body to FILE (progress bar on a terminal)
@@ -68,7 +69,10 @@ Exit codes: 0 ok, 1 other failure, 2 bad argument, 3 HTTP error status (>= 400),
 /** The exit code for an error thrown by the request or while reading its body. */
 export function exitCodeOf(error: unknown): number {
   const code = isStaunchError(error) ? error.code : undefined;
-  if (code === 'STAUNCH_DEADLINE') return EXIT.deadline;
+  // DeadlineExceededError, and the TimeoutError of the --deadline signal while reading the body.
+  if (code === 'STAUNCH_DEADLINE' || (error as Error | null)?.name === 'TimeoutError') {
+    return EXIT.deadline;
+  }
   if (code === 'STAUNCH_CIRCUIT_OPEN') return EXIT.circuitOpen;
   if (code === 'STAUNCH_RESUME') return EXIT.incomplete;
   if (code === 'STAUNCH_NETWORK' || code === 'STAUNCH_SSRF_BLOCKED') return EXIT.network;
@@ -192,6 +196,8 @@ export async function fetchCommand(argv: string[], io: FetchIo, version: string)
       headers,
       ...(body !== undefined && { body }),
       ...(p.idempotencyKey !== undefined && { idempotencyKey: p.idempotencyKey }),
+      // The deadline bounds the body too (timeout.total stops at the response headers).
+      ...(p.deadline !== undefined && { signal: AbortSignal.timeout(p.deadline) }),
     });
     summary.status = response.status;
     if (response.status >= 400) exit = EXIT.http;
@@ -226,7 +232,10 @@ export async function fetchCommand(argv: string[], io: FetchIo, version: string)
     progress?.done();
     if (part !== undefined) await rm(part, { force: true });
     exit = exitCodeOf(error);
-    const message = oneLine(error);
+    const message =
+      (error as Error | null)?.name === 'TimeoutError' && !isStaunchError(error)
+        ? `${p.method} ${shown}: exceeded --deadline (${p.deadline} ms)`
+        : oneLine(error);
     summary.error = { message, ...(isStaunchError(error) && { code: error.code }) };
     io.err(`staunch fetch: ${message}\n`);
   }

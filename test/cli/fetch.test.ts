@@ -134,7 +134,20 @@ describe('staunch fetch', () => {
     const r = await staunch('fetch', server.url, '--deadline', '300ms');
     expect(r.code).toBe(4);
     oneLine(r.err);
-    expect(r.err).toMatch(/request exceeded timeout\.total/);
+    // Before the headers the executor's timeout.total or the --deadline signal, whichever fires first.
+    expect(r.err).toMatch(/: (request exceeded timeout\.total|exceeded --deadline \(300 ms\))/);
+  });
+
+  it('--deadline bounds the body too: exit 4, no file left', async () => {
+    const server = await serve((_req, res) => {
+      res.writeHead(200, { 'content-length': '1000' });
+      res.write('a'.repeat(10)); // then stalls
+    });
+    const r = await staunch('fetch', server.url, '--deadline', '400ms', '-o', 'stalled.bin');
+    expect(r.code).toBe(4);
+    oneLine(r.err);
+    expect(r.err).toBe(`staunch fetch: GET ${server.url}: exceeded --deadline (400 ms)\n`);
+    expect(readdirSync(work).filter((f) => f.includes('stalled'))).toEqual([]);
   });
 
   it('a network failure: exit 6, after the retries asked for', async () => {

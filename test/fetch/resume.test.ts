@@ -209,6 +209,22 @@ describe('resume: true', () => {
     expect(seen).toHaveLength(3);
   });
 
+  it("the caller's abort ends the body with the caller's reason, never resumed", async () => {
+    start({ cuts: [], etag: '"v1"' });
+    const controller = new AbortController();
+    const res = await fetch(`${server.url}/file`, { signal: controller.signal });
+    const reader = res.body!.getReader();
+    await reader.read();
+    const reason = new Error('user gave up');
+    controller.abort(reason);
+    await expect(
+      (async () => {
+        for (;;) if ((await reader.read()).done) return 'done';
+      })(),
+    ).rejects.toBe(reason);
+    expect(seen).toHaveLength(1);
+  });
+
   it('leaves a GET with its own Range, and other methods, alone', async () => {
     start({ cuts: [], etag: '"v1"' });
     const res = await fetch(`${server.url}/file`, { headers: { range: 'bytes=10-' } });
