@@ -251,10 +251,13 @@ describe('staunch fetch', () => {
 describe('staunch fetch -o FILE', () => {
   const BODY = randomBytes(300 * 1024);
   let raw: RawServer;
+  /** Bytes sent before the cut, per request of the test (by request: a runtime may open spare connections). */
   let cut: number[] = [];
+  let heads: string[] = [];
   let etag: string | undefined = '"e1"';
   beforeAll(async () => {
-    raw = await rawHttpServer((socket, head, index) => {
+    raw = await rawHttpServer((socket, head) => {
+      heads.push(head);
       const range = /^range: bytes=(\d+)-/im.exec(head);
       const start = range === null ? 0 : Number(range[1]);
       const rest = BODY.subarray(start);
@@ -268,7 +271,7 @@ describe('staunch fetch -o FILE', () => {
           : [`content-range: bytes ${start}-${BODY.length - 1}/${BODY.length}`]),
       ];
       socket.write(`${lines.join('\r\n')}\r\n\r\n`);
-      const n = cut[index];
+      const n = cut[heads.length - 1];
       if (n === undefined) socket.end(rest);
       else socket.write(rest.subarray(0, n), () => socket.destroy());
     });
@@ -276,25 +279,23 @@ describe('staunch fetch -o FILE', () => {
   afterAll(() => raw.close());
 
   it('off a terminal: nothing but errors; a cut body is resumed byte for byte', async () => {
-    const first = raw.connections;
-    cut = [];
-    cut[first] = 70_001;
-    cut[first + 1] = 100_003;
+    heads = [];
+    cut = [70_001, 100_003];
     etag = '"e1"';
     const r = await staunch('fetch', `${raw.url}/big.bin`, '-o', 'big.bin');
     expect(r).toMatchObject({ code: 0, err: '' });
     expect(r.out.length).toBe(0);
     expect(readFileSync(join(work, 'big.bin')).equals(BODY)).toBe(true);
-    expect(raw.connections - first).toBe(3);
-    expect(raw.data[first + 1]!.toString()).toMatch(/range: bytes=70001-/i);
-    expect(raw.data[first + 2]!.toString()).toMatch(/range: bytes=170004-/i);
-    expect(raw.data[first + 2]!.toString()).toMatch(/if-match: "e1"/i);
+    expect(heads).toHaveLength(3);
+    expect(heads[0]).not.toMatch(/range:/i);
+    expect(heads[1]).toMatch(/range: bytes=70001-/i);
+    expect(heads[2]).toMatch(/range: bytes=170004-/i);
+    expect(heads[2]).toMatch(/if-match: "e1"/i);
   });
 
   it('a body that cannot be resumed: exit 7, one line, no file (nor a partial one) left', async () => {
-    const first = raw.connections;
-    cut = [];
-    cut[first] = 50_000;
+    heads = [];
+    cut = [50_000];
     etag = undefined;
     const r = await staunch('fetch', `${raw.url}/big.bin`, '-o', 'lost.bin');
     expect(r.code).toBe(7);
