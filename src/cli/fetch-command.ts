@@ -332,7 +332,8 @@ class ProgressLine {
     const now = performance.now();
     if (!force && now - this.#drawn < 100) return;
     this.#drawn = now;
-    const columns = (process.stderr.columns ?? 80) - 1;
+    // A pseudo-terminal may report 0 columns: take 80 then.
+    const columns = (process.stderr.columns || 80) - 1;
     const line = renderProgress(
       {
         bytes: this.#bytes,

@@ -293,6 +293,38 @@ describe('staunch fetch -o FILE', () => {
     expect(heads[2]).toMatch(/if-match: "e1"/i);
   });
 
+  it('on a terminal: a progress line with bytes, rate and the resume as it happens', async () => {
+    heads = [];
+    cut = [120_000];
+    etag = '"e1"';
+    // script(1) gives the command a pseudo-terminal, as a user's shell would.
+    const out = join(work, 'tty.bin');
+    const line = [process.execPath, bin, 'fetch', `${raw.url}/big.bin`, '-o', out]
+      .map((a) => `'${a}'`)
+      .join(' ');
+    const r = await new Promise<{ code: number | null; screen: string }>((done, fail) => {
+      const child = spawn('script', ['-qec', line, '/dev/null'], {
+        cwd: work,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let screen = '';
+      child.stdout.on('data', (d) => (screen += d));
+      const timer = setTimeout(() => child.kill(), 30_000);
+      child.on('error', fail);
+      child.on('close', (code) => {
+        clearTimeout(timer);
+        done({ code, screen });
+      });
+    });
+    expect(r.code).toBe(0);
+    expect(readFileSync(out).equals(BODY)).toBe(true);
+    // Redrawn in place (carriage return, clear line), then cleared at the end.
+    expect(r.screen).toContain('\r\x1b[2K[');
+    expect(r.screen).toMatch(/\d+% {2}[\d.]+ kB \/ 307 kB {2}[\d.]+ [kM]?B\/s/);
+    expect(r.screen).toMatch(/1 retry {2}resuming at byte 120000/);
+    expect(r.screen.trimEnd().endsWith('\x1b[2K')).toBe(true);
+  });
+
   it('a body that cannot be resumed: exit 7, one line, no file (nor a partial one) left', async () => {
     heads = [];
     cut = [50_000];
