@@ -143,7 +143,8 @@ function multipleSeries(s: StrategyResult, i: number, f: Frame): Series[] {
       points: perSecond(s.series.arrivals, bin),
       area: true,
     },
-    { name: 'served (2xx)', color: '#2b7a2b', points: perSecond(s.series.ok, bin) },
+    // Near-black, solid: a strategy's own color (green for the third) would hide it in its area.
+    { name: 'served (2xx)', color: '#222', points: perSecond(s.series.ok, bin) },
     {
       name: 'demand (new requests)',
       color: '#555',
