@@ -8,7 +8,7 @@
 import { type Clock, noop, startTimer } from '../internal/clock.js';
 import { linkSignal } from '../internal/signals.js';
 import type { StateStore } from '../store/store.js';
-import { METER_BUCKET_MS, type Meter, meterRate, meterRecord } from './rate-meter.js';
+import { METER_BUCKET_MS, type Meter, meterRate, meterRecord, meterSettled } from './rate-meter.js';
 import {
   type RateAcquireArgs,
   type RateAcquireResult,
@@ -46,10 +46,10 @@ export const rateLimitDefaults: ResolvedRateLimitOptions = Object.freeze({ mode:
 export const ADAPTIVE: Readonly<Omit<RateConfig, 'rps' | 'burst'>> = Object.freeze({
   /** A learned rate is forgotten this long (ms) after the key's last use. */
   memoryMs: 300_000,
-  /** A throttle multiplies the rate by this. */
+  /** A cut multiplies the rate in force by this (never below the accepted rate). */
   beta: 0.85,
-  /** CUBIC's C: how fast the rate grows back. */
-  scale: 0.4,
+  /** CUBIC's C relative to the rate (per s³): 1 − beta regains a cut in one second, at any rate. */
+  scale: 0.15,
   /** Floor of the learned rate, per second. */
   minRate: 0.5,
   /** The bucket holds a tenth of a second's worth of tokens (at least one). */
@@ -89,21 +89,32 @@ export function resolveRateLimitOptions(
 
 /** What a response said about pacing. Times in ms. */
 export interface RateLimitHint {
-  /** The wait the server asked for (`Retry-After`, or the quota's reset when `remaining` is 0). */
+  /**
+   * The wait the server asked for with this 429 or 503 (`Retry-After`): it
+   * paces that request's retry, not the key. `0` on a 429 is not a throttle.
+   */
   retryAfter?: number | undefined;
   /** Requests left in the server's quota (`RateLimit` / `X-RateLimit-Remaining`). */
   remaining?: number | undefined;
   /**
+   * With `remaining: 0`: ms until the quota resets. The quota is spent, so
+   * the whole key pauses until then (once per window).
+   */
+  reset?: number | undefined;
+  /**
    * Clock time the attempt was sent. A 429 for a request sent before the
-   * last decrease does not decrease again (one decrease per round trip);
-   * without it, every 429 decreases.
+   * last cut does not cut again (one cut per round trip), and one sent
+   * before a pause began does not extend it; without it, every 429 counts.
    */
   sentAt?: number | undefined;
 }
 
-/** What {@link RateLimiter.acquire} decides. `retryAfter`: ms until a token would be due. */
+/**
+ * What {@link RateLimiter.acquire} decides. `waited`: ms spent waiting for
+ * the token (0 when none was needed). `retryAfter`: ms until a token would be due.
+ */
 export type RateLimitDecision =
-  | { readonly ok: true }
+  | { readonly ok: true; readonly waited: number }
   | { readonly ok: false; readonly retryAfter: number };
 
 /** Store keys of the rate limiter are `rate:` + the origin key. */
@@ -112,13 +123,25 @@ export const RATE_KEY_PREFIX = 'rate:';
 interface Waiter {
   /** Clock time after which it gives up; Infinity for never. */
   readonly deadline: number;
+  /** Clock time it started waiting. */
+  readonly since: number;
   done: boolean;
   resolve(decision: RateLimitDecision): void;
   reject(reason: unknown): void;
 }
 
 interface Local {
+  /** Sends of this process (the measured send rate). */
   meter: Meter | undefined;
+  /** Responses of this process that were not throttled (the accepted rate). */
+  accepted: Meter | undefined;
+  /** Responses, and 429s among them, halved past 64: the recent 429 fraction. */
+  responses: number;
+  refused: number;
+  /** Clock time of the first response counted. */
+  firstAt: number;
+  /** Whether the counts were halved: they no longer span `firstAt` to now. */
+  halved: boolean;
   active: boolean;
   lastUse: number;
   /** Waiters of this process for this key, in arrival order, from `head` on. */
@@ -132,9 +155,16 @@ interface Local {
   wake: (() => void) | undefined;
 }
 
-const OK: RateLimitDecision = Object.freeze({ ok: true });
+const OK: RateLimitDecision = Object.freeze({ ok: true, waited: 0 });
 const WAKE: unique symbol = Symbol('wake');
 const IDLE_MS = 60_000;
+/**
+ * A 429 engages a key only once this process has seen this many responses
+ * over at least `ENGAGE_SPAN_MS`: a rate measured on one or two sends is
+ * noise (issue 9: one early 429 slowed a sequential client to 2 req/s).
+ */
+export const ENGAGE_SAMPLES = 10;
+export const ENGAGE_SPAN_MS = 500;
 
 /**
  * The rate limiter for every origin key of one client.
@@ -190,8 +220,10 @@ export class RateLimiter {
         cancelTimer();
         unlink();
       };
+      const since = this.#clock.now();
       const waiter: Waiter = {
-        deadline: this.#clock.now() + maxWait,
+        deadline: since + maxWait,
+        since,
         done: false,
         resolve: (decision) => {
           finish();
@@ -220,29 +252,58 @@ export class RateLimiter {
   }
 
   /**
-   * Learns from a response of `key`: a 429 (or `remaining: 0`) slows the key
-   * down (adaptive) and `retryAfter` pauses every request of the key until
-   * then (both modes); a 2xx/3xx lets an engaged adaptive key speed up.
+   * Learns from a response of `key` (docs/policies.md, "Signals"): a 429
+   * cuts an adaptive key (engaging it once this process has seen enough
+   * responses); a quota-spent response (`remaining: 0` with a `reset`)
+   * pauses the key until the reset, in both modes; every other response
+   * but a 503 with a hint (404s too) lets an engaged adaptive key grow.
+   * A 429's `retryAfter` paces its own retry only; `Retry-After: 0` is no
+   * throttle at all.
    */
   onResponse(key: string, status: number, hint: RateLimitHint = {}): void | Promise<void> {
     const local = this.#local(key);
     const now = this.#clock.now();
-    const wait = hint.retryAfter;
-    const pauseUntil = wait !== undefined && wait > 0 && Number.isFinite(wait) ? now + wait : null;
-    const throttled = status === 429 || hint.remaining === 0;
+    const reset = hint.reset;
+    const spent =
+      hint.remaining === 0 && reset !== undefined && reset > 0 && Number.isFinite(reset);
+    const pauseUntil = spent ? now + reset : null;
+    const sentAt = hint.sentAt ?? null;
     if (this.#cfg.rps !== null) {
-      if (throttled && pauseUntil !== null)
-        return this.#feedback(key, local, 'pause', pauseUntil, null);
+      if (spent) return this.#feedback(key, local, 'pause', pauseUntil, sentAt);
       return;
     }
+    const throttled = status === 429 && (hint.retryAfter !== 0 || spent);
+    const neutral =
+      !throttled && (status === 429 || (status === 503 && hint.retryAfter !== undefined));
+    if (!neutral) this.#count(local, throttled, now);
     if (throttled) {
       const joining = !local.active;
+      if (joining && !spent && !this.#enough(local, now)) return;
       local.active = true;
-      return this.#feedback(key, local, 'throttle', pauseUntil, hint.sentAt ?? null, joining);
+      return this.#feedback(key, local, 'throttle', pauseUntil, sentAt, joining);
     }
-    if (local.active && status >= 200 && status < 400) {
-      return this.#feedback(key, local, 'success', null, null);
+    if (spent) {
+      local.active = true;
+      return this.#feedback(key, local, 'pause', pauseUntil, sentAt);
     }
+    if (!neutral && local.active) return this.#feedback(key, local, 'success', null, sentAt);
+  }
+
+  /** Counts a response for the accepted rate and the recent 429 fraction. */
+  #count(local: Local, refused: boolean, now: number): void {
+    if (local.responses === 0) local.firstAt = now;
+    if (local.responses >= 64) {
+      local.responses /= 2;
+      local.refused /= 2;
+      local.halved = true;
+    }
+    local.responses++;
+    if (refused) local.refused++;
+    else local.accepted = meterRecord(local.accepted, now);
+  }
+
+  #enough(local: Local, now: number): boolean {
+    return local.responses >= ENGAGE_SAMPLES && now - local.firstAt >= ENGAGE_SPAN_MS;
   }
 
   /**
@@ -339,7 +400,8 @@ export class RateLimiter {
 
   #grant(local: Local, waiter: Waiter): void {
     this.#sent(local);
-    waiter.resolve(OK);
+    const waited = this.#clock.now() - waiter.since;
+    waiter.resolve(waited > 0 ? { ok: true, waited } : OK);
   }
 
   /** Sleeps `ms`, or until a pause or decrease of this key wakes the pump. */
@@ -375,11 +437,18 @@ export class RateLimiter {
     joining = false,
   ): Promise<void> {
     const now = this.#clock.now();
+    // Until the counts are halved they span firstAt..now: a mean over that
+    // span, unlike the meter, is not deflated by a client's idle spells
+    // (every loop sleeping out a Retry-After, say).
+    const span = Math.max(ENGAGE_SPAN_MS, now - local.firstAt) / 1000;
+    const mean = (n: number) => (local.halved ? 0 : n / span);
     const args = {
       cfg: this.#cfg,
       signal,
       pauseUntil,
-      measured: meterRate(local.meter, now),
+      measured: Math.max(meterRate(local.meter, now), mean(local.responses)),
+      accepted: Math.max(meterSettled(local.accepted, now), mean(local.responses - local.refused)),
+      fraction: local.responses > 0 ? local.refused / local.responses : 0,
       sentAt,
       ...(joining && { joining }),
     };
@@ -404,6 +473,11 @@ export class RateLimiter {
       if (++this.#calls >= 1024 && this.#calls >= this.#keys.size) this.#sweep();
       local = {
         meter: undefined,
+        accepted: undefined,
+        responses: 0,
+        refused: 0,
+        firstAt: 0,
+        halved: false,
         active: false,
         lastUse: this.#clock.now(),
         queue: [],
