@@ -174,7 +174,7 @@ async function bucketQuota(label, options) {
     Array.from({ length: 30 }, async () => {
       while (performance.now() < until) {
         const left = Math.max(1, until - performance.now());
-        const r = await settle(fetch(`${s.url}/`, { staunch: { timeout: { total: left } } }));
+        const r = await settle(fetch(`${s.url}/`, { timeout: { total: left } }));
         if (r === 200 && performance.now() <= until) successes++;
       }
     }),
