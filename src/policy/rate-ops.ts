@@ -272,7 +272,7 @@ function plateauOf(rate: number, wMax: number, cfg: RateConfig, now: number): nu
 
 /** Notes the rate in force when a request refused since the last cut was sent. */
 function lowered(s: RateState, cfg: RateConfig, sentAt: number): RateState {
-  if (sentAt < s.lastDecrease) return s;
+  if (sentAt <= s.lastDecrease) return s;
   const t = (sentAt - s.plateau) / 1000;
   const at = Math.max(cfg.minRate, Math.min(s.rate, s.wMax * (1 + cfg.scale * t ** 3)));
   return s.low > 0 && s.low <= at ? s : { ...s, low: at };
@@ -280,7 +280,7 @@ function lowered(s: RateState, cfg: RateConfig, sentAt: number): RateState {
 
 /** Counts a response in the tally, by when its request was sent (before the last cut: not at all). */
 function tallied(s: RateState, cfg: RateConfig, sentAt: number, refused: boolean): RateState {
-  if (sentAt < s.lastDecrease) return s;
+  if (sentAt <= s.lastDecrease) return s;
   const [n, k, n2, k2] = s.tally;
   const add = refused ? 1 : 0;
   const tally: RateTally =

@@ -171,7 +171,7 @@ local function plateauOf(rate, wMax)
 end
 
 local function lowered(s, sentAt)
-  if sentAt < s.lastDecrease then return s end
+  if sentAt <= s.lastDecrease then return s end
   local t = (sentAt - s.plateau) / 1000
   local at = jmax(cfg.minRate, jmin(s.rate, s.wMax * (1 + cfg.scale * t ^ 3)))
   if s.low > 0 and s.low <= at then return s end
@@ -181,7 +181,7 @@ local function lowered(s, sentAt)
 end
 
 local function tallied(s, sentAt, refused)
-  if sentAt < s.lastDecrease then return s end
+  if sentAt <= s.lastDecrease then return s end
   local add = 0
   if refused then add = 1 end
   local c = copy(s)
