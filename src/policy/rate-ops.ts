@@ -7,6 +7,7 @@
 import type { Json, StoreOperation, StoreUpdate } from '../store/store.js';
 import { METER_BUCKET_MS, meterRate, meterRecord, meterSettled, meterShift } from './rate-meter.js';
 import {
+  CUT_DEEPEST,
   FUTILE_BAND,
   FUTILE_MAX,
   type RateAcquireArgs,
@@ -191,8 +192,8 @@ function tallied(s: RateState, cfg: RateConfig, sentAt: number, refused: boolean
  * in force. The curve then regains `wMax`, the rate in force, within about
  * a second (exactly one for a cut by β).
  */
-function aim(cfg: RateConfig, base: number, accepted: number, inForce: number) {
-  const rate = Math.max(cfg.minRate, Math.min(inForce, Math.max(accepted, base * cfg.beta)));
+function aim(cfg: RateConfig, base: number, accepted: number, inForce: number, depth: number) {
+  const rate = Math.max(cfg.minRate, Math.min(inForce, Math.max(accepted, base * depth)));
   return { rate, wMax: Math.max(rate, base) };
 }
 
@@ -205,7 +206,7 @@ function engage(
   fraction: number,
   now: number,
 ): RateState {
-  const { rate, wMax } = aim(cfg, measured, accepted, Number.POSITIVE_INFINITY);
+  const { rate, wMax } = aim(cfg, measured, accepted, Number.POSITIVE_INFINITY, cfg.beta);
   return {
     tokens: 0,
     at: now,
@@ -245,9 +246,15 @@ function decrease(s: RateState, cfg: RateConfig, measured: number, accepted: num
   const sent = Math.max(meterRate(s.meter ?? undefined, now), measured);
   const base = Math.min(s.rate, sent, s.low > 0 ? s.low : s.rate);
   const floor = Math.max(meterSettled(s.ok, now), accepted);
-  const { rate, wMax } = aim(cfg, base, floor, s.rate);
   const [n, k, n2, k2] = s.tally;
   const before = n2 >= TALLY_MIN ? k2 / n2 : n + n2 > 0 ? (k + k2) / (n + n2) : s.before;
+  // Paced sends refused at a fraction f say the server takes (1 − f) of the
+  // rate in force: cut that deep when it is deeper than β (at most to a
+  // quarter, against a noisy tally), so that far above a quota the rate
+  // gets there in one cut instead of one β per hold-off.
+  const depth =
+    n + n2 >= TALLY_MIN ? Math.max(CUT_DEEPEST, Math.min(cfg.beta, 1 - before)) : cfg.beta;
+  const { rate, wMax } = aim(cfg, base, floor, s.rate, depth);
   const cut = rate < s.rate;
   return {
     ...settled,

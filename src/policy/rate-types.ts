@@ -127,3 +127,5 @@ export const FUTILE_BAND = 1.5;
  * at random is asking for less anyway.
  */
 export const FUTILE_MAX = 0.2;
+/** A cut keeps at least this share of the rate in force, however high the 429 fraction. */
+export const CUT_DEEPEST = 0.25;

@@ -158,6 +158,7 @@ local TALLY_MIN = 10
 local TALLY_REFUSED = 3
 local FUTILE_BAND = 1.5
 local FUTILE_MAX = 0.2
+local CUT_DEEPEST = 0.25
 
 -- cbrt: x^(1/3) and one Newton step (Lua 5.1 has no cbrt).
 local function cbrt(x)
@@ -194,13 +195,13 @@ local function tallied(s, sentAt, refused)
   return c
 end
 
-local function aim(base, accepted, inForce)
-  local rate = jmax(cfg.minRate, jmin(inForce, jmax(accepted, base * cfg.beta)))
+local function aim(base, accepted, inForce, depth)
+  local rate = jmax(cfg.minRate, jmin(inForce, jmax(accepted, base * depth)))
   return rate, jmax(rate, base)
 end
 
 local function engage(epoch, measured, accepted, fraction)
-  local rate, wMax = aim(measured, accepted, INF)
+  local rate, wMax = aim(measured, accepted, INF, cfg.beta)
   return { tokens = 0, at = now, epoch = epoch + 1, rate = rate, wMax = wMax, lastDecrease = now,
     meter = { bucketOf(now), 0, measured }, plateau = plateauOf(rate, wMax),
     ok = { bucketOf(now), 0, accepted }, pausedAt = 0, before = fraction,
@@ -226,11 +227,13 @@ local function decrease(s, measured, accepted)
   if s.low > 0 then lowest = s.low end
   local base = jmin(jmin(s.rate, sent), lowest)
   local floor = jmax(meterSettled(s.ok, now), accepted)
-  local rate, wMax = aim(base, floor, s.rate)
   local t = s.tally
   local before = s.before
   if t[3] >= TALLY_MIN then before = t[4] / t[3]
   elseif t[1] + t[3] > 0 then before = (t[2] + t[4]) / (t[1] + t[3]) end
+  local depth = cfg.beta
+  if t[1] + t[3] >= TALLY_MIN then depth = jmax(CUT_DEEPEST, jmin(cfg.beta, 1 - before)) end
+  local rate, wMax = aim(base, floor, s.rate, depth)
   local cut = rate < s.rate
   d.rate = rate
   d.wMax = wMax
