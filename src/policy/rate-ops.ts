@@ -341,8 +341,17 @@ export const rateFeedback: StoreOperation<RateFeedbackArgs, RateFeedbackResult> 
           s = join(s, cfg, accepted, now);
         } else if (sentAt >= s.lastDecrease && now >= s.lastDecrease + cfg.holdoffMs) {
           if (futile(s)) {
-            // Hold: keep the rate, judge again on the next hold-off's responses.
-            s = { ...s, lastDecrease: now, tally: [0, 0, 0, 0], low: 0 };
+            // Hold: keep the rate and grow from it afresh (the curve's plateau
+            // here, so growth resumes gently instead of where a second of
+            // convex growth had left it); judge again on the next hold-off.
+            s = {
+              ...s,
+              wMax: Math.max(s.rate, cfg.minRate),
+              plateau: now,
+              lastDecrease: now,
+              tally: [0, 0, 0, 0],
+              low: 0,
+            };
           } else {
             const cut = decrease(s, cfg, measured, accepted, now);
             reset = cut.epoch !== s.epoch;

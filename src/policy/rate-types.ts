@@ -122,10 +122,11 @@ export const TALLY_REFUSED = 3;
  */
 export const FUTILE_BAND = 1.5;
 /**
- * A 429 fraction above this is always taken as a quota: far above a quota a
- * cut by β barely moves the fraction, and a server that refuses this often
- * at random is asking for less anyway.
+ * A 429 fraction above this is always taken as a quota. Far above a quota a
+ * cut goes as deep as the fraction says (`CUT_DEEPEST`), so the fraction
+ * falls after it; a server refusing more than half at random is asking for
+ * less anyway.
  */
-export const FUTILE_MAX = 0.2;
+export const FUTILE_MAX = 0.5;
 /** A cut keeps at least this share of the rate in force, however high the 429 fraction. */
 export const CUT_DEEPEST = 0.25;

@@ -157,7 +157,7 @@ local RESULT = { 'engaged', 'reset' }
 local TALLY_MIN = 10
 local TALLY_REFUSED = 3
 local FUTILE_BAND = 1.5
-local FUTILE_MAX = 0.2
+local FUTILE_MAX = 0.5
 local CUT_DEEPEST = 0.25
 
 -- cbrt: x^(1/3) and one Newton step (Lua 5.1 has no cbrt).
@@ -306,6 +306,8 @@ local function feedback()
         if futile(s) then
           -- hold: keep the rate, judge again on the next hold-off's responses
           local h = copy(s)
+          h.wMax = jmax(s.rate, cfg.minRate)
+          h.plateau = now
           h.lastDecrease = now
           h.tally = { 0, 0, 0, 0 }
           h.low = 0
