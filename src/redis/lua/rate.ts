@@ -157,7 +157,7 @@ local RESULT = { 'engaged', 'reset' }
 local TALLY_MIN = 10
 local TALLY_REFUSED = 3
 local FUTILE_BAND = 1.5
-local FUTILE_MAX = 0.5
+local FUTILE_MAX = 0.35
 local CUT_DEEPEST = 0.25
 
 -- cbrt: x^(1/3) and one Newton step (Lua 5.1 has no cbrt).
