@@ -113,8 +113,9 @@ export const ENGAGE_SPAN_MS = 500;
  * @example
  * const go = await limiter.acquire(key, remainingMs, signal);
  * if (!go.ok) throw new RateLimitedError(…);   // the wait would not fit
+ * if (go.waited > 0) emit(wait, { reason: 'rate-limit', duration: go.waited });
  * const res = await send();
- * limiter.onResponse(key, res.status, { retryAfter, remaining, sentAt });
+ * limiter.onResponse(key, res.status, { retryAfter, remaining, reset, sentAt });
  */
 export class RateLimiter {
   readonly #cfg: RateConfig;
