@@ -79,4 +79,24 @@ describe('wait events', () => {
     expect(retries[0]!.delay).toBe(waits[0]!.duration);
     expect(retries[0]!.delay).toBeGreaterThanOrEqual(2_000);
   });
+
+  test('a 200 saying the quota is spent (X-RateLimit-Remaining: 0) holds the next request until the reset', async () => {
+    const arrivals: number[] = [];
+    const box: { now?: () => number } = {};
+    const server = await serve((_req, res, i) => {
+      arrivals.push(box.now!());
+      if (i === 0) {
+        const reset = Math.ceil((box.now!() + 3_000) / 1000);
+        res.writeHead(200, { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(reset) });
+      }
+      res.end();
+    });
+    const { fetch, clock, waits } = setup({});
+    box.now = () => clock.now();
+    expect((await fetch(server.url)).status).toBe(200);
+    expect((await fetch(server.url)).status).toBe(200);
+    // No 429 was needed: the second request waited in the limiter for the window's reset.
+    expect(arrivals[1]! - arrivals[0]!).toBeGreaterThanOrEqual(2_000);
+    expect(waits.some((w) => w.reason === 'rate-limit' && w.duration >= 2_000)).toBe(true);
+  });
 });
