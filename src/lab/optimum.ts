@@ -107,9 +107,10 @@ function fixedWindow(server: ServerOptions, cost: number): Quota {
   const usedAt = (k: number) => (k === index ? used : 0);
   return {
     next: (t) => {
-      let k = Math.floor(t / w);
+      // A window before the one in use is over: the ideal client has moved on from it.
+      let k = Math.max(Math.floor(t / w), index);
       while (usedAt(k) + cost > limit) k++;
-      return k === Math.floor(t / w) ? t : k * w;
+      return Math.max(t, k * w);
     },
     take: (t) => {
       const k = Math.floor(t / w);

@@ -37,6 +37,21 @@ export const SCENARIOS: readonly ScenarioName[] = Object.freeze([
   'fleet',
 ]);
 
+/** One line per scenario, for `--help` (docs/lab.md has the details). */
+export const SCENARIO_SUMMARY: Readonly<Record<ScenarioName, string>> = {
+  overload: 'a burst peaking at 4.9 × a token-bucket quota',
+  'window-quota': 'the same burst against a fixed-window quota with Retry-After and RateLimit-*',
+  outage: '503 for 15 s, 60 s deadlines',
+  'outage-20': '503 for 20 s, 60 s deadlines',
+  flapping: '2 s of 503, 3 s up, six times',
+  flaky: '5 % random 503',
+  herd: 'one request per client, all failing at the same instant',
+  sequential: 'one client, one request at a time; alternately 404 and 429 Retry-After: 0',
+  'sequential-random': 'one client, one request at a time; 3 % 429 Retry-After: 0',
+  'quota-4s': '30 closed-loop clients for 4 s against 40 req/s (burst 5)',
+  fleet: 'the overload burst over 8 clients sharing one state store',
+};
+
 /** What a scenario fixes beyond the server: everything `LabConfig` has but the run's choices. */
 export interface Preset {
   readonly arrivals: ArrivalShape;

@@ -87,7 +87,7 @@ export async function simulateStrategy(
     timeout,
     secrets: () => [],
   };
-  const now = (): number => clock.now() - SIM_EPOCH;
+  const now = (): number => clock.elapsed();
 
   const send = (attempt: number): Promise<SimResponse> => {
     const t = now() + half;
@@ -99,7 +99,7 @@ export async function simulateStrategy(
       headers: s.pacing ? responseHeaders(mode, verdict) : NO_HEADERS,
     };
     return new Promise<SimResponse>((resolve) => {
-      clock.at(SIM_EPOCH + t + verdict.delay + half, () => resolve(response));
+      clock.atElapsed(t + verdict.delay + half, () => resolve(response));
     });
   };
   const exchange: Exchange<SimResponse> = {
@@ -139,16 +139,16 @@ export async function simulateStrategy(
     };
     for (let k = 0; k < Math.max(1, config.concurrency); k++) {
       const executor = executors[k % executors.length]!;
-      clock.at(SIM_EPOCH, () => loop(executor));
+      clock.atElapsed(0, () => loop(executor));
     }
   } else if (n > 0) {
     // One arrival scheduled at a time: the heap stays small, and arrivals keep their order.
     const arrive = (i: number): void => {
       trace.start[i] = now();
       start(i, executors[i % executors.length]!, idle);
-      if (i + 1 < n) clock.at(SIM_EPOCH + arrivals[i + 1]!, () => arrive(i + 1));
+      if (i + 1 < n) clock.atElapsed(arrivals[i + 1]!, () => arrive(i + 1));
     };
-    clock.at(SIM_EPOCH + arrivals[0]!, () => arrive(0));
+    clock.atElapsed(arrivals[0]!, () => arrive(0));
   }
   if (progress !== undefined) {
     const tick = (): void => {

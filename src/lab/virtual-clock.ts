@@ -17,7 +17,7 @@ import type { Clock } from '../internal/clock.js';
 
 function noop(): void {}
 
-/** One scheduled callback: due time, then insertion order, decide when it runs. */
+/** One scheduled callback: due time (ms since the clock's start), then insertion order, decide when it runs. */
 interface Entry {
   readonly due: number;
   readonly seq: number;
@@ -43,7 +43,9 @@ const before = (a: Entry, b: Entry): boolean => a.due < b.due || (a.due === b.du
  * await clock.run();
  */
 export class VirtualClock implements Clock {
-  #now: number;
+  readonly #start: number;
+  /** ms since `#start`: kept apart from the epoch so that fractions of a ms keep full precision. */
+  #now = 0;
   #seq = 0;
   /** A binary min-heap of entries by (due, seq). */
   readonly #heap: Entry[] = [];
@@ -51,12 +53,22 @@ export class VirtualClock implements Clock {
 
   /** @param start the first instant, in epoch ms. */
   constructor(start: number) {
-    this.#now = start;
+    this.#start = start;
   }
 
-  /** The current virtual time, in epoch ms (fractional). */
+  /** The current virtual time, in epoch ms (fractional; an epoch-sized double resolves about 0.2 µs). */
   now(): number {
+    return this.#start + this.#now;
+  }
+
+  /** Virtual ms since the clock's start, at full precision. */
+  elapsed(): number {
     return this.#now;
+  }
+
+  /** Runs `fn` at `offset` virtual ms since the clock's start (a past offset: now, after what is due now). */
+  atElapsed(offset: number, fn: () => void): void {
+    this.#schedule(Math.max(this.#now, offset), fn);
   }
 
   /** Resolves `ms` virtual milliseconds from now; an abort of `signal` rejects at once with its reason. */
@@ -86,7 +98,7 @@ export class VirtualClock implements Clock {
    * current instant, after what is already scheduled for it).
    */
   at(time: number, fn: () => void): void {
-    this.#schedule(Math.max(this.#now, time), fn);
+    this.#schedule(Math.max(this.#now, time - this.#start), fn);
   }
 
   /**
@@ -114,10 +126,11 @@ export class VirtualClock implements Clock {
   async run(until: number = Number.POSITIVE_INFINITY): Promise<void> {
     if (this.#running) throw new Error('VirtualClock.run is already running');
     this.#running = true;
+    const end = until - this.#start;
     try {
       await turn();
       const heap = this.#heap;
-      while (heap.length > 0 && heap[0]!.due < until) {
+      while (heap.length > 0 && heap[0]!.due < end) {
         const instant = heap[0]!.due;
         if (instant > this.#now) this.#now = instant;
         let ran = false;
