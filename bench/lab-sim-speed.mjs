@@ -1,22 +1,25 @@
 #!/usr/bin/env node
 /**
- * The simulator's speed: the reference burst (100 000 logical requests over
- * 60 virtual seconds, the default `overload` scenario), one strategy at a
- * time in this thread, then all five with the CLI's two worker threads.
+ * The simulator's speed: a scenario (default: the reference burst, 100 000
+ * logical requests over 60 virtual seconds), one strategy at a time in this
+ * thread, then all of them with the CLI's two worker threads.
  *
- *   npm run build && node bench/lab-sim-speed.mjs [--requests N] [--strategies a,b]
+ *   npm run build && node bench/lab-sim-speed.mjs [--scenario S] [--requests N] [--strategies a,b]
  */
 import { parseArgs } from 'node:util';
 
 const { values } = parseArgs({
   options: {
     requests: { type: 'string' },
+    scenario: { type: 'string' },
     strategies: { type: 'string' },
     help: { type: 'boolean' },
   },
 });
 if (values.help) {
-  console.log('npm run build && node bench/lab-sim-speed.mjs [--requests N] [--strategies a,b]');
+  console.log(
+    'npm run build && node bench/lab-sim-speed.mjs [--scenario S] [--requests N] [--strategies a,b]',
+  );
   process.exit(0);
 }
 let lab;
@@ -27,14 +30,17 @@ try {
   process.exit(1);
 }
 const options = {
-  scenario: 'overload',
+  scenario: values.scenario ?? 'overload',
   ...(values.requests && { requests: Number(values.requests) }),
 };
-const names = values.strategies ? values.strategies.split(',') : lab.STRATEGIES;
-const config = lab.resolveLabOptions({ ...options, strategies: names });
+const config = lab.resolveLabOptions({
+  ...options,
+  ...(values.strategies && { strategies: values.strategies.split(',') }),
+});
+const names = config.strategies;
 const arrivals = lab.scenarioArrivals(config);
 console.log(
-  `${config.requests} requests over ${config.span / 1000} virtual seconds, node ${process.version}`,
+  `${config.scenario}: ${config.requests} requests over ${config.span / 1000} virtual seconds, node ${process.version}`,
 );
 let attempts = 0;
 let sum = 0;
