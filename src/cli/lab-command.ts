@@ -465,11 +465,15 @@ export async function labCommand(argv: string[], io: CliIo): Promise<number> {
   } catch (error) {
     return usage(error, io);
   }
-  // Progress only on a terminal, redrawn in place and cut to the width; a pipe or a file gets the result alone.
+  // The progress line only on a terminal, redrawn in place and cut to the width; off a terminal
+  // only one line as each strategy (or fleet phase) is done, so a log shows where a run was.
   let transient = false;
   const width = Math.max(40, Math.min(io.columns ?? 100, 100)) - 1;
   const progress = (line: string): void => {
-    if (!io.errIsTty) return;
+    if (!io.errIsTty) {
+      if (/ done\b/.test(line)) io.err(`${line}\n`);
+      return;
+    }
     io.err(`\r\x1b[2K${line.length > width ? `${line.slice(0, width - 1)}…` : line}`);
     transient = true;
   };

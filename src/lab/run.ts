@@ -12,7 +12,7 @@ import { horizon } from './sim.js';
 import { simulateAll } from './sim-pool.js';
 
 /**
- * `sim overload · staunch 42 % of virtual time · all 3/9 · ETA 12 s`: the
+ * `sim overload · staunch 42 % of virtual time · finished 3/9 · ETA 12 s`: the
  * strategy that moved, its share of the scenario's horizon, and an ETA
  * from the share of all strategies done so far.
  */
@@ -30,7 +30,7 @@ export function progressLine(
   const own = Math.round((shares.get(name) ?? 0) * 100);
   const finished = [...shares.values()].filter((v) => v >= 1).length;
   const left = Number.isFinite(eta) ? `ETA ${eta < 10 ? eta.toFixed(1) : Math.round(eta)} s` : '';
-  return `sim ${config.scenario} · ${name} ${own} % of virtual time · done ${finished}/${total} · ${left}`;
+  return `sim ${config.scenario} · ${name} ${own} % of virtual time · finished ${finished}/${total} · ${left}`;
 }
 
 /** How a run goes, beyond what it measures. */

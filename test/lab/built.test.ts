@@ -69,8 +69,9 @@ describe('the staunch bin', () => {
     const r = await run(['lab', '--requests', '300', '--capacity', '50', '--span', '5000']);
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/^staunch\s+100\.0 %/m);
-    // Not a terminal: no progress on stderr.
-    expect(r.err).toBe('');
+    // Not a terminal: no progress line, one line per strategy done.
+    expect(r.err).not.toContain('\r');
+    expect(r.err).toContain('staunch done (5/5');
   });
 });
 

@@ -210,8 +210,10 @@ describe('staunch lab: help and output', () => {
     }
     expect(r.out).toContain('5.0 % random 503');
     for (const line of r.out.split('\n')) expect(line.length, line).toBeLessThanOrEqual(100);
-    // Off a terminal: the result alone, no progress.
-    expect(r.err).toBe('');
+    // Off a terminal: no progress line, one line per strategy done.
+    expect(r.err).not.toContain('\r');
+    expect(r.err).not.toContain('virtual time');
+    expect(r.err).toMatch(/^sim flaky: staunch done \(5\/5, [\d.]+ s\)$/m);
   });
 
   it('shows a progress line on a terminal: strategy, share of virtual time, ETA', async () => {
@@ -222,7 +224,7 @@ describe('staunch lab: help and output', () => {
     ]);
     expect(r.code).toBe(0);
     expect(r.err).toMatch(
-      /\r\x1b\[2Ksim overload · (fixed|staunch) \d+ % of virtual time · done \d\/2 · ETA/,
+      /\r\x1b\[2Ksim overload · (fixed|staunch) \d+ % of virtual time · finished \d\/2 · ETA/,
     );
     for (const line of r.err.split('\r')) expect(line.length).toBeLessThanOrEqual(104);
   });
