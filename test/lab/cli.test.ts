@@ -223,8 +223,10 @@ describe('staunch lab: help and output', () => {
       ...['--strategies', 'fixed,staunch'],
     ]);
     expect(r.code).toBe(0);
+    // Each redraw: carriage return, erase the line (ESC [2K), the line.
+    expect(r.err).toContain('\r\u001b[2Ksim overload · ');
     expect(r.err).toMatch(
-      /\r\x1b\[2Ksim overload · (fixed|staunch) \d+ % of virtual time · finished \d\/2 · ETA/,
+      /sim overload · (fixed|staunch) \d+ % of virtual time · finished \d\/2 · ETA/,
     );
     for (const line of r.err.split('\r')) expect(line.length).toBeLessThanOrEqual(104);
   });
