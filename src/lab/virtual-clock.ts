@@ -9,9 +9,9 @@
  * instant run in the order they were scheduled. (An earlier version kept
  * whole-millisecond buckets: an arrival due at 5.7 ms then ran before a retry
  * due at 5.3 ms scheduled later, an error of up to 9.6 points on a spike.)
- * Between two instants the loop lets every pending promise reaction run (one
- * macrotask turn), so a chain of `await`s started at an instant finishes at
- * that instant.
+ * Between two instants the loop lets every pending promise reaction run
+ * (and the reactions they queue), so a chain of `await`s started at an
+ * instant finishes at that instant.
  */
 import type { Clock } from '../internal/clock.js';
 
@@ -30,6 +30,20 @@ const turn: () => Promise<void> =
   typeof setImmediate === 'function'
     ? () => new Promise<void>((resolve) => setImmediate(resolve))
     : () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
+const nextTick = (globalThis as { process?: { nextTick?: (fn: () => void) => void } }).process
+  ?.nextTick;
+/**
+ * Resolves once every promise reaction queued so far, and every reaction
+ * those queue, has run: Node runs a `process.nextTick` callback queued from
+ * a microtask only after the microtask queue is empty. As exact as a
+ * macrotask turn and several times cheaper (no pass through the event
+ * loop's poll), which matters at two million instants per run. Elsewhere: a turn.
+ */
+const drain: () => Promise<void> =
+  typeof nextTick === 'function' ? () => new Promise<void>((resolve) => nextTick(resolve)) : turn;
+/** Instants between two real macrotask turns, so that I/O and messages still get through. */
+const TURN_EVERY = 1024;
 
 /** Whether `a` runs before `b`. */
 const before = (a: Entry, b: Entry): boolean => a.due < b.due || (a.due === b.due && a.seq < b.seq);
@@ -127,6 +141,7 @@ export class VirtualClock implements Clock {
     if (this.#running) throw new Error('VirtualClock.run is already running');
     this.#running = true;
     const end = until - this.#start;
+    let instants = 0;
     try {
       await turn();
       const heap = this.#heap;
@@ -143,7 +158,7 @@ export class VirtualClock implements Clock {
           entry.run();
         }
         // An instant of cancelled timers only: nothing can have reacted.
-        if (ran) await turn();
+        if (ran) await (++instants % TURN_EVERY === 0 ? turn() : drain());
       }
     } finally {
       this.#running = false;
