@@ -14,16 +14,7 @@
  * instant finishes at that instant.
  */
 import type { Clock } from '../internal/clock.js';
-
-function noop(): void {}
-
-/** One scheduled callback: due time (ms since the clock's start), then insertion order, decide when it runs. */
-interface Entry {
-  readonly due: number;
-  readonly seq: number;
-  run: () => void;
-  dead: boolean;
-}
+import { TimerHeap } from './timer-heap.js';
 
 /** One macrotask turn: every promise reaction queued so far runs first. */
 const turn: () => Promise<void> =
@@ -45,9 +36,6 @@ const drain: () => Promise<void> =
 /** Instants between two real macrotask turns, so that I/O and messages still get through. */
 const TURN_EVERY = 1024;
 
-/** Whether `a` runs before `b`. */
-const before = (a: Entry, b: Entry): boolean => a.due < b.due || (a.due === b.due && a.seq < b.seq);
-
 /**
  * A clock in virtual time. `sleep` and `at` schedule; `run()` advances time
  * from instant to instant until nothing is left to do.
@@ -60,9 +48,8 @@ export class VirtualClock implements Clock {
   readonly #start: number;
   /** ms since `#start`: kept apart from the epoch so that fractions of a ms keep full precision. */
   #now = 0;
-  #seq = 0;
-  /** A binary min-heap of entries by (due, seq). */
-  readonly #heap: Entry[] = [];
+  /** Timers by (due, scheduling order). */
+  readonly #heap = new TimerHeap();
   #running = false;
 
   /** @param start the first instant, in epoch ms. */
@@ -94,12 +81,11 @@ export class VirtualClock implements Clock {
         return;
       }
       const onAbort = (): void => {
-        // Release the closure now: a cancelled timer may stay queued for a long while.
-        entry.dead = true;
-        entry.run = noop;
+        // Releases the closure now: a cancelled timer may stay queued for a long while.
+        this.#heap.cancel(handle);
         reject(signal.reason);
       };
-      const entry = this.#schedule(this.#due(ms), () => {
+      const handle = this.#schedule(this.#due(ms), () => {
         signal.removeEventListener('abort', onAbort);
         resolve();
       });
@@ -121,16 +107,13 @@ export class VirtualClock implements Clock {
    * a clock offers it).
    */
   timer(ms: number, fn: () => void): () => void {
-    const entry = this.#schedule(this.#due(ms), fn);
-    return () => {
-      entry.dead = true;
-      entry.run = noop;
-    };
+    const handle = this.#schedule(this.#due(ms), fn);
+    return () => this.#heap.cancel(handle);
   }
 
   /** Timers still scheduled (including cancelled ones not yet due). */
   get pending(): number {
-    return this.#heap.length;
+    return this.#heap.size;
   }
 
   /**
@@ -145,17 +128,17 @@ export class VirtualClock implements Clock {
     try {
       await turn();
       const heap = this.#heap;
-      while (heap.length > 0 && heap[0]!.due < end) {
-        const instant = heap[0]!.due;
+      while (heap.peekDue() < end) {
+        const instant = heap.peekDue();
         if (instant > this.#now) this.#now = instant;
         let ran = false;
         // Everything due at exactly this instant, in scheduling order (the heap's tie-break);
-        // entries scheduled now for this instant join the batch, as they would have in a bucket.
-        while (heap.length > 0 && heap[0]!.due === instant) {
-          const entry = popMin(heap);
-          if (entry.dead) continue;
+        // timers scheduled now for this instant join the batch, as they would have in a bucket.
+        while (heap.peekDue() === instant) {
+          const fn = heap.pop();
+          if (fn === undefined) continue;
           ran = true;
-          entry.run();
+          fn();
         }
         // An instant of cancelled timers only: nothing can have reacted.
         if (ran) await (++instants % TURN_EVERY === 0 ? turn() : drain());
@@ -170,41 +153,7 @@ export class VirtualClock implements Clock {
     return this.#now + wait;
   }
 
-  #schedule(due: number, run: () => void): Entry {
-    const entry: Entry = { due, seq: this.#seq++, run, dead: false };
-    pushHeap(this.#heap, entry);
-    return entry;
+  #schedule(due: number, run: () => void): number {
+    return this.#heap.push(due, run);
   }
-}
-
-function pushHeap(heap: Entry[], value: Entry): void {
-  let i = heap.length;
-  heap.push(value);
-  while (i > 0) {
-    const parent = (i - 1) >> 1;
-    const p = heap[parent]!;
-    if (!before(value, p)) break;
-    heap[i] = p;
-    i = parent;
-  }
-  heap[i] = value;
-}
-
-function popMin(heap: Entry[]): Entry {
-  const top = heap[0]!;
-  const last = heap.pop()!;
-  const n = heap.length;
-  if (n === 0) return top;
-  let i = 0;
-  for (;;) {
-    const left = 2 * i + 1;
-    if (left >= n) break;
-    const right = left + 1;
-    const child = right < n && before(heap[right]!, heap[left]!) ? right : left;
-    if (!before(heap[child]!, last)) break;
-    heap[i] = heap[child]!;
-    i = child;
-  }
-  heap[i] = last;
-  return top;
 }
