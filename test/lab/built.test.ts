@@ -70,27 +70,33 @@ describe('the staunch bin', () => {
     const r = await run(['lab', '--requests', '300', '--capacity', '50', '--span', '5000']);
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/^staunch\s+100\.0 %/m);
+    // Not a terminal: no progress line, one line per strategy done.
+    expect(r.err).not.toContain('\r');
     expect(r.err).toContain('staunch done (5/5');
   });
 });
 
-describe('sim and live agree on overload', () => {
+describe('sim and live agree on every strategy', () => {
   /**
-   * The overload burst scaled to a few seconds of real time: 400 requests over 4 s peaking
-   * at 4.9 × a 100 req/s upstream. Tolerance, from repeated runs on the 2-core CI machine
-   * under load: the seeds move the simulated success of `fixed` by ±0.5 point and live runs
-   * differ from each other by ±1–2 points; live trails sim by 1–3 points (the event loops
-   * of client and server bunch arrivals that the simulator spreads, and the upstream's
-   * bucket holds only 10 tokens). So: success within 0.08, attempts per request within 20 %,
-   * and staunch's adaptive limiter at ≥ 99 % success and ≤ 1.05 attempts in both modes.
+   * The overload burst scaled to a few seconds of real time: 300 requests over 2 s peaking at
+   * 4.9 × a 100 req/s upstream (bucket of 10) that sends `Retry-After` in seconds, so that each
+   * pure loop and its `+ra` twin differ; 4 attempts, 5 s deadlines (a phase lasts ≤ 7 s).
+   * Tolerance (docs/lab.md, "Sim and live agree"): success within 0.12 absolute, attempts per
+   * request within 10 %. Measured on the 2-core machine at load averages of 9–14, seeds 5 and 9,
+   * four runs: success gaps ≤ 0.037 when the run had the machine to itself among the tests, one
+   * of 0.107 (fixed+ra) with the fleet test's processes running beside it; attempts within 4 %.
+   * The gap is the live event loops bunching arrivals (a `Retry-After: 1` herd returning
+   * together) against a 10-token bucket, which the simulator spreads exactly.
    */
   const options: Lab.LabOptions = {
     scenario: 'overload',
-    requests: 400,
+    retryAfter: 'seconds',
+    requests: 300,
+    span: 2_000,
     capacity: 100,
-    span: 4_000,
+    deadline: 5_000,
+    attempts: 4,
     seed: 5,
-    strategies: ['fixed', 'staunch'],
   };
 
   it('within the stated tolerance', async () => {
@@ -101,21 +107,22 @@ describe('sim and live agree on overload', () => {
     );
     expect(lines.some((l) => l.includes('live overload'))).toBe(true);
     expect(live.mode).toBe('live');
-    for (const [i, name] of ['fixed', 'staunch'].entries()) {
-      const s = sim.strategies[i]!;
+    expect(sim.strategies.map((s) => s.name)).toEqual([...lab.STRATEGIES]);
+    for (const [i, s] of sim.strategies.entries()) {
       const l = live.strategies[i]!;
-      expect(l.name).toBe(name);
-      expect(Math.abs(l.success - s.success), name).toBeLessThanOrEqual(0.08);
-      expect(l.attemptsPerRequest / s.attemptsPerRequest, name).toBeGreaterThan(1 / 1.2);
-      expect(l.attemptsPerRequest / s.attemptsPerRequest, name).toBeLessThan(1.2);
+      expect(l.name).toBe(s.name);
+      expect(Math.abs(l.success - s.success), s.name).toBeLessThanOrEqual(0.12);
+      expect(l.attemptsPerRequest / s.attemptsPerRequest, s.name).toBeGreaterThan(1 / 1.1);
+      expect(l.attemptsPerRequest / s.attemptsPerRequest, s.name).toBeLessThan(1.1);
     }
     for (const json of [sim, live]) {
-      const staunch = json.strategies[1]!;
-      expect(staunch.success).toBeGreaterThanOrEqual(0.99);
-      expect(staunch.attemptsPerRequest).toBeLessThanOrEqual(1.05);
-      expect(json.strategies[0]!.attemptsPerRequest).toBeGreaterThan(2);
+      const by = new Map(json.strategies.map((s) => [s.name, s]));
+      // The pure loop and its +ra twin are different strategies: the hint changes the attempts.
+      expect(by.get('full-jitter')!.success).toBeLessThan(by.get('full-jitter+ra')!.success - 0.1);
+      expect(by.get('staunch')!.success).toBeGreaterThanOrEqual(0.99);
+      expect(by.get('staunch')!.attemptsPerRequest).toBeLessThanOrEqual(1.05);
     }
-  }, 90_000);
+  }, 150_000);
 });
 
 describe('the report in headless Chromium', () => {
