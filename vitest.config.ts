@@ -20,7 +20,9 @@ export default defineConfig({
         ? [
             {
               find: /^undici$/,
-              replacement: fileURLToPath(new URL('./node_modules/undici8/index.js', import.meta.url)),
+              replacement: fileURLToPath(
+                new URL('./node_modules/undici8/index.js', import.meta.url),
+              ),
             },
           ]
         : [],
