@@ -15,7 +15,8 @@ export type StaunchErrorCode =
   | 'STAUNCH_RATE_LIMITED'
   | 'STAUNCH_QUEUE_FULL'
   | 'STAUNCH_QUEUE_TIMEOUT'
-  | 'STAUNCH_SSRF_BLOCKED';
+  | 'STAUNCH_SSRF_BLOCKED'
+  | 'STAUNCH_EVENT_STREAM';
 
 /** Where a failure happened; every field is optional and already redacted. */
 export interface StaunchErrorOptions {

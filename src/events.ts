@@ -35,11 +35,15 @@ export interface AttemptEvent extends RequestEvent {
 /** What made an attempt worth retrying. */
 export type RetryReason = 'status' | 'unsent' | 'maybe-sent' | 'timeout';
 
-/** A retry is scheduled. */
+/**
+ * A retry is leaving: said when the next attempt is sent, once every wait
+ * before it (backoff, server pacing, rate limiter, queue, open circuit) is
+ * over. A retry that a policy refuses in the end is said as `giveUp` only.
+ */
 export interface RetryEvent extends RequestEvent {
   /** The attempt that failed. */
   attempt: number;
-  /** ms until the next attempt. */
+  /** ms from the failure to this next attempt: the real wait, policies' waits included. */
   delay: number;
   /** Where the delay came from: a server hint, or the backoff. */
   delaySource: PacingSource | 'backoff';

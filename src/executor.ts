@@ -15,66 +15,27 @@ import {
   type GiveUpEvent,
   type GiveUpReason,
   type RetryEvent,
-  type RetryReason,
   type StaunchListeners,
+  type WaitReason,
 } from './events.js';
 import { type Clock, noop, type Random, startTimer } from './internal/clock.js';
-import { redactUrl, scrubError } from './internal/redact.js';
+import { redactUrl, scrubbedCause, scrubError } from './internal/redact.js';
 import { linkSignal } from './internal/signals.js';
-import type { ResolvedRetryOptions, ResolvedTimeoutOptions } from './options.js';
 import { admit, feedback, type Gate, OPEN_GATE, settleQuietly } from './policy/gate.js';
 import type { Policies } from './policy/policies.js';
 import { isPromiseLike } from './policy/store-call.js';
-import type { ReplayRequest } from './replay.js';
+import type { Exchange, LogicalRequest } from './request.js';
 import {
   classifyError,
   classifyStatus,
   errorCode,
+  isInvalidRequest,
   isStaleConnection,
-  type RetryScope,
 } from './retry/classify.js';
-import {
-  type HeaderSource,
-  readHeader,
-  readServerPacing,
-  type ServerPacing,
-} from './retry/server-delay.js';
+import { type AttemptVerdict, decide } from './retry/decide.js';
+import { readHeader, readServerPacing, type ServerPacing } from './retry/server-delay.js';
 
-/** How an adapter sends one attempt and reads its response. */
-export interface Exchange<R> {
-  /** Sends one attempt; must honour `signal`. */
-  send(signal: AbortSignal, attempt: number): Promise<R>;
-  status(response: R): number;
-  headers(response: R): HeaderSource;
-  /**
-   * Releases a response that will not be handed back: drain a bounded amount
-   * so the connection can be reused, or cancel. Must stop once `stop` settles.
-   */
-  discard(response: R, stop: Promise<unknown>): Promise<void>;
-  /**
-   * False once the request can no longer be sent again (a stream body was
-   * read). `unsent`: the failed attempt provably never reached the server.
-   */
-  resendable(unsent: boolean): boolean;
-  /** Called with a response handed back to the caller, with a function that unlinks the caller's signal. */
-  handOver?(response: R, unlink: () => void): void;
-}
-
-/** One logical request, as the executor sees it. */
-export interface LogicalRequest {
-  /** Upper case. */
-  method: string;
-  url: string;
-  /** Idempotent method or idempotency key: safe to send again after a maybe-sent failure. */
-  replayable: boolean;
-  signal: AbortSignal | undefined;
-  retry: ResolvedRetryOptions;
-  timeout: ResolvedTimeoutOptions;
-  /** The request's secret values, computed only when an error needs scrubbing. */
-  secrets(): readonly string[];
-  /** How to send it again later, for `giveUp` events (replayable requests only). */
-  replay?: (() => ReplayRequest | undefined) | undefined;
-}
+export type { Exchange, LogicalRequest } from './request.js';
 
 export interface ExecutorOptions {
   clock: Clock;
@@ -86,9 +47,19 @@ export interface ExecutorOptions {
 
 type Outcome<R> = { ok: true; response: R; unlink: () => void } | { ok: false; error: unknown };
 
-/** Extra spread added to a server's hint so clients told the same second do not return together. */
-function hintSpread(hint: number, random: Random): number {
-  return random() * Math.min(1000, Math.max(100, hint * 0.2));
+/** A retry scheduled after a failure, said to `retry` listeners when its attempt leaves. */
+interface PendingRetry {
+  readonly failedAt: number;
+  readonly event: RetryEvent;
+}
+
+/** Who may retry a failure without a response, and why it is worth retrying. */
+function errorVerdict(error: unknown, stale: boolean): AttemptVerdict {
+  if (error instanceof DeadlineExceededError)
+    return { scope: 'replayable', reason: 'timeout', stale };
+  const kind = classifyError(error);
+  if (kind === 'unsent') return { scope: 'any', reason: 'unsent', stale };
+  return { scope: kind === 'fatal' ? 'never' : 'replayable', reason: 'maybe-sent', stale };
 }
 
 export class Executor {
@@ -154,6 +125,8 @@ export class Executor {
     if (policies?.budget !== undefined) settleQuietly(() => policies.budget!.deposit(key));
     let previousDelay = 0;
     let lastError: unknown;
+    /** The retry under way: told to `retry` listeners once its attempt actually leaves. */
+    let pending: PendingRetry | undefined;
 
     for (let attempt = 1; ; attempt++) {
       let gate = OPEN_GATE;
@@ -167,6 +140,11 @@ export class Executor {
         gate.release();
         throw this.#giveUpOnDeadline(request, url(), attempt - 1);
       }
+      if (pending !== undefined) {
+        // The real time from the failure to this attempt: backoff, pacing and every policy wait.
+        emit(this.#on.retry, { ...pending.event, delay: started - pending.failedAt });
+        pending = undefined;
+      }
       const scope: DeadlineScope = timeout.attempt < remaining ? 'attempt' : 'total';
       const limit = Math.min(timeout.attempt, remaining);
       if (this.#on.attemptStart !== undefined) {
@@ -177,14 +155,10 @@ export class Executor {
       const done = clock.now();
 
       // Classify the outcome.
-      let verdict: RetryScope;
-      let reason: RetryReason;
+      let verdict: AttemptVerdict;
       let status: number | undefined;
       let code: string | undefined;
       let pacing: ServerPacing | undefined;
-      // The stale keep-alive race (classify.ts, STALE_CONNECTION): resent at once, no backoff,
-      // no budget, not a breaker failure. Only a transport can tell; see staunch/undici.
-      let stale = false;
       if (outcome.ok) {
         status = exchange.status(outcome.response);
         if (this.#on.attempt !== undefined) {
@@ -206,12 +180,17 @@ export class Executor {
         if (policies !== undefined)
           feedback(policies, key, gate, status, undefined, pacing, started);
         if (status < 400) return this.#handOver(exchange, outcome.response, outcome.unlink, signal);
-        verdict = classifyStatus(status, headers, retry.statuses);
-        reason = 'status';
+        verdict = {
+          scope: classifyStatus(status, headers, retry.statuses),
+          reason: 'status',
+          stale: false,
+        };
       } else {
         const error = outcome.error;
         const aborted = signal?.aborted === true;
-        stale = !aborted && isStaleConnection(error);
+        // The stale keep-alive race (classify.ts, STALE_CONNECTION): resent at once, no backoff,
+        // no budget, not a breaker failure. Only a transport can tell; see staunch/undici.
+        const stale = !aborted && isStaleConnection(error);
         if (policies !== undefined)
           feedback(policies, key, gate, undefined, error, undefined, started, aborted || stale);
         if (aborted) throw signal!.reason;
@@ -226,16 +205,10 @@ export class Executor {
             duration: done - started,
           });
         }
-        if (error instanceof DeadlineExceededError) {
-          if (error.timeout === 'total')
-            throw this.#giveUpOnDeadline(request, url(), attempt, error);
-          verdict = 'replayable';
-          reason = 'timeout';
-        } else {
-          const kind = classifyError(error);
-          verdict = kind === 'unsent' ? 'any' : kind === 'fatal' ? 'never' : 'replayable';
-          reason = kind === 'unsent' ? 'unsent' : 'maybe-sent';
+        if (error instanceof DeadlineExceededError && error.timeout === 'total') {
+          throw this.#giveUpOnDeadline(request, url(), attempt, error);
         }
+        verdict = errorVerdict(error, stale);
       }
 
       const finish = (why: GiveUpReason | undefined, delay?: number): R => {
@@ -254,53 +227,51 @@ export class Executor {
         throw this.#failure(request, url(), outcome.error, attempt);
       };
 
-      if (verdict === 'never') return finish(undefined);
-      if (verdict === 'replayable' && !request.replayable) return finish('not-replayable');
-      if (!exchange.resendable(reason === 'unsent')) return finish('body-not-replayable');
-      if (attempt >= retry.attempts) return finish('attempts');
+      const decision = decide(verdict, {
+        replayable: request.replayable,
+        resendable: () => exchange.resendable(verdict.reason === 'unsent'),
+        attempt,
+        attempts: retry.attempts,
+        timeLeft: deadline - done,
+        hint: pacing?.delay,
+        hintSource: pacing?.source,
+        maxRetryAfter: retry.maxRetryAfter,
+        backoff: () => retry.backoff(attempt, previousDelay, this.#random),
+        random: this.#random,
+      });
+      if (decision.action === 'done') return finish(undefined);
+      if (decision.action === 'give-up') return finish(decision.reason, decision.delay);
+      const { delay, source } = decision;
 
-      // How long to wait: the server's hint wins over the backoff.
-      let delay: number;
-      let delaySource: RetryEvent['delaySource'] = 'backoff';
-      if (pacing?.delay !== undefined) {
-        if (pacing.delay > retry.maxRetryAfter) return finish('retry-after', pacing.delay);
-        if (pacing.delay >= deadline - done) return finish('deadline', pacing.delay);
-        delaySource = pacing.source!;
-        delay = Math.min(
-          pacing.delay + hintSpread(pacing.delay, this.#random),
-          deadline - done - 1,
-        );
-      } else if (stale && reason === 'maybe-sent') {
-        delay = 0;
-      } else {
-        delay = Math.max(0, retry.backoff(attempt, previousDelay, this.#random));
-        if (!Number.isFinite(delay)) delay = 0;
-        if (delay >= deadline - done) return finish('deadline', delay);
-      }
-
-      // A retry after a 429 is pacing, bounded by the rate limiter when there is one;
-      // every other retry is a retry of a failure and spends the key's budget.
+      // A retry of a failure spends the key's budget. Not charged: the stale race; a retry
+      // after a 429, which is pacing that the rate limiter bounds; and a retry that will meet
+      // an open circuit, which waits for the probe's verdict and adds no load until then.
       if (
+        decision.charged &&
         policies?.budget !== undefined &&
-        !stale &&
-        !(status === 429 && policies.limiter !== undefined)
+        !(status === 429 && policies.limiter !== undefined) &&
+        !(policies.breaker?.refusing(key) ?? false)
       ) {
         const granted = await policies.budget.tryWithdraw(key).catch(() => true);
         if (!granted) return finish('budget');
       }
 
-      emit(this.#on.retry, {
-        method: request.method,
-        url: url(),
-        attempt,
-        delay,
-        delaySource,
-        reason,
-        ...(status !== undefined && { status }),
-        ...(code !== undefined && { code }),
-      });
-      if (!stale) previousDelay = delay;
-      const wait = clock.sleep(delay, signal);
+      pending = {
+        failedAt: done,
+        event: {
+          method: request.method,
+          url: url(),
+          attempt,
+          delay,
+          delaySource: source,
+          reason: verdict.reason,
+          ...(status !== undefined && { status }),
+          ...(code !== undefined && { code }),
+        },
+      };
+      if (!verdict.stale) previousDelay = delay;
+      const reason: WaitReason = source === 'backoff' ? 'backoff' : 'server';
+      const wait = this.#sleep(delay, signal, reason, request, url, attempt + 1);
       if (outcome.ok) {
         outcome.unlink();
         const drained = exchange.discard(outcome.response, wait).catch(noop);
@@ -313,11 +284,49 @@ export class Executor {
   }
 
   /**
+   * A backoff or pacing sleep, under the caller's signal through the shared
+   * link (one listener per parent signal, however many requests sleep on it),
+   * then said as a `wait` event.
+   */
+  async #sleep(
+    ms: number,
+    signal: AbortSignal | undefined,
+    reason: WaitReason,
+    request: LogicalRequest,
+    url: () => string,
+    attempt: number,
+  ): Promise<void> {
+    if (ms <= 0) return;
+    const since = this.#clock.now();
+    if (signal === undefined) await this.#clock.sleep(ms);
+    else {
+      const controller = new AbortController();
+      const unlink = linkSignal(signal, (why) => controller.abort(why));
+      try {
+        await this.#clock.sleep(ms, controller.signal);
+      } finally {
+        unlink();
+      }
+    }
+    const listener = this.#on.wait;
+    if (listener !== undefined) {
+      emit(listener, {
+        method: request.method,
+        url: url(),
+        attempt,
+        reason,
+        duration: this.#clock.now() - since,
+      });
+    }
+  }
+
+  /**
    * The policies' gates before an attempt, in order: a concurrency slot, a
-   * rate-limit token, the breaker's admission. A refusal throws the policy's
-   * error; on a retry, the previous failure is its `cause`. Synchronous when
-   * nothing has to wait and the store answers at once (the common case: no
-   * concurrency limit, an adaptive limiter not engaged, the memory store).
+   * rate-limit token, the breaker's admission (which may wait out an open
+   * circuit). A refusal throws the policy's error; on a retry, the previous
+   * failure is its `cause`. Synchronous when nothing has to wait and the store
+   * answers at once (the common case: no concurrency limit, an adaptive
+   * limiter not engaged, a closed circuit, the memory store).
    */
   #admit(
     policies: Policies,
@@ -334,10 +343,16 @@ export class Executor {
         method: request.method,
         url: url(),
         attempts: attempt - 1,
-        ...(lastError !== undefined && { cause: lastError }),
+        ...(lastError !== undefined && { cause: scrubbedCause(lastError, request.secrets()) }),
       });
     };
-    return admit(policies, this.#clock, key, request, deadline, url, refusal);
+    const listener = this.#on.wait;
+    const onWait =
+      listener === undefined
+        ? undefined
+        : (reason: WaitReason, duration: number) =>
+            emit(listener, { method: request.method, url: url(), attempt, reason, duration });
+    return admit({ policies, clock: this.#clock, key, request, deadline, url, refusal, onWait });
   }
 
   /**
@@ -384,7 +399,7 @@ export class Executor {
       if (caller !== undefined) unlink = linkSignal(caller, abort);
       if (Number.isFinite(limit)) {
         cancelTimer = startTimer(this.#clock, limit, () =>
-          abort(this.#deadline(request, url(), scope, attempt, limit)),
+          abort(this.#deadline(request, url(), scope, attempt)),
         );
       }
       let sent: Promise<R>;
@@ -465,6 +480,7 @@ export class Executor {
     const context: StaunchErrorOptions = { method: request.method, url, attempts, cause: error };
     if (error instanceof DeadlineExceededError) return error;
     scrubError(error, request.secrets());
+    if (isInvalidRequest(error)) return error as Error; // the caller's mistake, as the runtime made it
     const kind = classifyError(error);
     const code = errorCode(error);
     const maybeSent = kind === 'maybe-sent';

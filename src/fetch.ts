@@ -1,21 +1,24 @@
 /**
  * `createFetch`: the fetch adapter. It turns a fetch call into a logical
  * request for the executor and keeps fetch's signature: same arguments (plus
- * `retry`, `timeout`, `idempotencyKey` on the init), same `Response`.
+ * the `staunch` field and the `idempotencyKey` shorthand on the init), same
+ * `Response`.
  */
 import { type AttemptBody, encodeFormData, prepareBody } from './body.js';
 import { CLIENT_KEYS, type Client, type ClientOptions, resolveClient } from './client.js';
 import type { Exchange, LogicalRequest } from './executor.js';
 import { noop, type Random } from './internal/clock.js';
+import { DRAIN_LIMIT } from './internal/limits.js';
 import { collectSecrets } from './internal/redact.js';
 import { checkObject, describe } from './internal/validate.js';
-import {
-  type RetryOptions,
-  resolveRetryOptions,
-  resolveTimeoutOptions,
-  type TimeoutOptions,
-} from './options.js';
 import { describeReplay } from './replay.js';
+import {
+  idempotencyOf,
+  type RequestSettings,
+  readRequestOptions,
+  type StaunchRequestOptions,
+} from './request-options.js';
+import { markInvalid, refusedByFetch } from './retry/classify.js';
 
 /** Any WHATWG fetch: Node's global, npm undici's, Deno's, Bun's, a browser's. */
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
@@ -26,13 +29,18 @@ export interface StaunchOptions extends ClientOptions {
   fetch?: FetchLike;
 }
 
-/** `RequestInit` plus staunch's per-request fields (removed before the transport sees the init). */
+export type { StaunchRequestOptions } from './request-options.js';
+
+/**
+ * `RequestInit` plus staunch's per-request field, `staunch`, removed before
+ * the transport sees the init. Top-level `retry` and `timeout` are not
+ * staunch's: wrappers such as ofetch pass their own option bags to the fetch
+ * they wrap, and those keys go through to the transport untouched.
+ */
 export interface StaunchRequestInit extends RequestInit {
-  /** Overrides the client's retry options for this request. */
-  retry?: RetryOptions | number | boolean | undefined;
-  /** Overrides the client's deadlines for this request. */
-  timeout?: TimeoutOptions | number | false | undefined;
-  /** Sent in the idempotency header; makes any method replayable. */
+  /** staunch's per-request overrides. @default {} */
+  staunch?: StaunchRequestOptions | undefined;
+  /** Shorthand for `staunch.idempotencyKey`. @default none */
   idempotencyKey?: string | undefined;
 }
 
@@ -45,7 +53,6 @@ export type StaunchFetch = (
 const OPTION_KEYS: readonly string[] = ['fetch', ...CLIENT_KEYS];
 
 /** Bytes of a failed response read so that its connection can be reused; past that it is cancelled. */
-const DRAIN_LIMIT = 64 * 1024;
 
 /**
  * Creates a fetch that retries only what is safe, honours the server's pacing
@@ -55,6 +62,7 @@ const DRAIN_LIMIT = 64 * 1024;
  * const fetch = createFetch({ retry: { attempts: 4 }, timeout: { total: 10_000 } });
  * const res = await fetch('https://api.example.com/orders', {
  *   method: 'POST', body: JSON.stringify(order), idempotencyKey: order.id,
+ *   staunch: { timeout: { total: 5_000 } },
  * });
  */
 export function createFetch(options: StaunchOptions = {}): StaunchFetch {
@@ -73,7 +81,7 @@ interface FetchClient extends Client {
 }
 
 type Headers_ = RequestInit['headers'];
-type Init = Omit<StaunchRequestInit, 'retry' | 'timeout' | 'idempotencyKey'>;
+type Init = Omit<StaunchRequestInit, 'staunch' | 'idempotencyKey'>;
 
 async function send(
   client: FetchClient,
@@ -82,25 +90,19 @@ async function send(
 ): Promise<Response> {
   let url: string;
   let base: Init;
-  let retry = client.retry;
-  let timeout = client.timeout;
-  let key: string | undefined;
+  let settings: RequestSettings;
   if (init === undefined) {
     base = {};
+    settings = { retry: client.retry, timeout: client.timeout, key: undefined };
   } else {
-    const { retry: r, timeout: t, idempotencyKey, ...rest } = init;
+    const { staunch, idempotencyKey, ...rest } = init;
     base = rest;
-    if (r !== undefined) retry = resolveRetryOptions(r, client.retry, 'init.retry');
-    if (t !== undefined) timeout = resolveTimeoutOptions(t, client.timeout, 'init.timeout');
-    if (idempotencyKey !== undefined) {
-      if (typeof idempotencyKey !== 'string' || idempotencyKey === '') {
-        throw new TypeError(
-          `init.idempotencyKey must be a non-empty string, got ${describe(idempotencyKey)}`,
-        );
-      }
-      key = idempotencyKey;
-    }
+    settings = readRequestOptions(client, staunch, 'init.staunch', {
+      value: idempotencyKey,
+      path: 'init.idempotencyKey',
+    });
   }
+  const { retry, timeout } = settings;
 
   if (typeof input === 'string') url = input;
   else if (input instanceof URL) url = input.href;
@@ -113,12 +115,14 @@ async function send(
 
   const method = (base.method ?? 'GET').toUpperCase();
   const { header } = client.idempotency;
-  if (key === undefined && !retry.methods.has(method) && client.idempotency.auto) {
-    if (!hasHeader(base.headers, header)) key = uuid(client.random);
-  }
+  const { key, replayable } = idempotencyOf(
+    method,
+    settings,
+    client.idempotency,
+    hasHeader(base.headers, header),
+    () => uuid(client.random),
+  );
   if (key !== undefined) base.headers = withHeader(base.headers, header, key);
-  const replayable =
-    retry.methods.has(method) || key !== undefined || hasHeader(base.headers, header);
 
   const retries = retry.attempts > 1;
   let body: AttemptBody | undefined = prepareBody(base.body, retries);
@@ -147,12 +151,23 @@ async function send(
   const { transport } = client;
   const attemptBody = body;
   const exchange: Exchange<Response> = {
-    send: (attemptSignal) =>
-      transport(url, {
+    send: (attemptSignal) => {
+      const attemptInit: RequestInit = {
         ...base,
         body: attemptBody.next() as NonNullable<RequestInit['body']>,
         signal: attemptSignal,
-      }),
+      };
+      // A request the runtime refused before sending is the caller's mistake (classify.ts).
+      const refused = (error: unknown): never => {
+        if (attemptSignal.aborted || !refusedByFetch(url, attemptInit, error)) throw error;
+        throw markInvalid(error);
+      };
+      try {
+        return transport(url, attemptInit).catch(refused);
+      } catch (error) {
+        return refused(error);
+      }
+    },
     status: (response) => response.status,
     headers: (response) => response.headers,
     discard: discardResponse,

@@ -79,7 +79,7 @@ export const DEFAULT_RETRY: ResolvedRetryOptions = Object.freeze({
   attempts: 3,
   methods: new Set(DEFAULT_METHODS),
   statuses: new Set(DEFAULT_STATUSES),
-  backoff: exponentialBackoff(),
+  backoff: exponentialBackoff({ jitter: 'decorrelated' }),
   maxRetryAfter: 60_000,
 });
 

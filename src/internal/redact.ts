@@ -16,11 +16,14 @@ export const SECRET_HEADERS: ReadonlySet<string> = new Set([
 
 /**
  * Query parameter names that carry credentials, matched on the name's end with
- * no word boundary (`accessToken`, `X-Amz-Signature`), so it errs on the side
- * of redacting (`monkey=` is redacted too).
+ * no word boundary (`accessToken`, `X-Amz-Signature`, `X-Amz-Credential`,
+ * `X-Goog-Signature`, `sig`, `client_assertion`), so it errs on the side of
+ * redacting (`monkey=` is redacted too). The OAuth authorization `code`
+ * (RFC 6749 §4.1.2) is matched whole only: `zipcode` or `errorCode` are not
+ * credentials.
  */
 const SECRET_PARAM =
-  /(?:key|token|secret|password|passwd|pwd|signature|sig|credentials?|auth|session(?:[-_]?id)?|jwt)$/i;
+  /(?:key|token|secret|password|passwd|pwd|signature|sig|credentials?|auth|session(?:[-_]?id)?|jwt|assertion)$|^code$/i;
 
 export const REDACTED = '***';
 
@@ -152,12 +155,58 @@ export function collectSecrets(
   return [...secrets].sort((a, b) => b.length - a.length);
 }
 
-/** Replaces every secret, and any URL userinfo, in a piece of text. */
+/**
+ * A query parameter in free text: after `?` or `&`, up to the next separator,
+ * whitespace or quote (a message may quote a URL that is not the request's,
+ * such as a presigned redirect target, whose secrets were never collected).
+ */
+const TEXT_PARAM = /([?&])([^=&\s#"'<>?]+)=([^&\s#"'<>]+)/g;
+
+/**
+ * Replaces every secret, any URL userinfo, and the values of credential-like
+ * query parameters, in a piece of text.
+ */
 export function redactText(text: string, secrets: readonly string[]): string {
   let out = text;
   for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
   // As in USERINFO, up to the last @ before the path (a password may hold a raw @).
-  return out.replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s/?#]+@/gi, `$1${REDACTED}@`);
+  out = out.replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s/?#]+@/gi, `$1${REDACTED}@`);
+  if (!out.includes('=')) return out;
+  return out.replace(TEXT_PARAM, (pair, separator: string, name: string, value: string) =>
+    value !== REDACTED && isSecretParam(paramName(name)) ? `${separator}${name}=${REDACTED}` : pair,
+  );
+}
+
+/**
+ * `url` without what is secret in it, for a description that will be stored
+ * (a replay): userinfo and credential-like query parameters are removed
+ * whole, and named, so that whoever sends it again can put them back from its
+ * own secret store. The fragment is dropped (it is never sent).
+ */
+export function withoutSecrets(url: string): { url: string; params: string[]; userinfo: boolean } {
+  const hashAt = url.indexOf('#');
+  const base = hashAt === -1 ? url : url.slice(0, hashAt);
+  const queryAt = base.indexOf('?');
+  const head = queryAt === -1 ? base : base.slice(0, queryAt);
+  const stripped = head.replace(USERINFO, '$1');
+  const params: string[] = [];
+  if (queryAt === -1) return { url: stripped, params, userinfo: stripped !== head };
+  const kept = base
+    .slice(queryAt + 1)
+    .split('&')
+    .filter((pair) => {
+      const eq = pair.indexOf('=');
+      const name = paramName(eq === -1 ? pair : pair.slice(0, eq));
+      if (eq === -1 || !isSecretParam(name)) return true;
+      if (!params.includes(name)) params.push(name);
+      return false;
+    });
+  const query = kept.join('&');
+  return {
+    url: query === '' && params.length > 0 ? stripped : `${stripped}?${query}`,
+    params,
+    userinfo: stripped !== head,
+  };
 }
 
 /** Bounds on the walk of `scrubError`: nesting depth and objects visited in all. */
@@ -175,6 +224,17 @@ const MAX_VISITS = 256;
  */
 export function scrubError(error: unknown, secrets: readonly string[]): void {
   scrub(error, secrets, 0, new Set());
+}
+
+/**
+ * `error`, scrubbed of `secrets` (in place, as {@link scrubError}), for use as
+ * the `cause` of an error staunch throws: a policy's refusal after a failed
+ * attempt carries that attempt's error, and it must not carry a secret the
+ * transport quoted in it.
+ */
+export function scrubbedCause<E>(error: E, secrets: readonly string[]): E {
+  scrubError(error, secrets);
+  return error;
 }
 
 function scrub(

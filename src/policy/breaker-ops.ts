@@ -26,6 +26,11 @@ export type BreakerConfig = {
   halfOpenProbes: number;
   /** 0 = ratio mode. */
   consecutiveFailures: number;
+  /**
+   * While requests wait on the circuit: the break, in ms, before the next
+   * probe (the break does not grow then, and a longer one is cut to this).
+   */
+  probeInterval: number;
 };
 
 /** The state JSON of one breaker key. */
@@ -45,10 +50,26 @@ export type BreakerState = {
   probes: [number, number][];
   /** The last probe id handed out (ids are increasing, at least `now`). */
   lastProbe: number;
+  /**
+   * Open and half-open: epoch ms until which some request waits for the
+   * circuit's verdict (renewed by each waiter's admission); 0 or absent when
+   * nobody waits. Absent in states written before it existed.
+   */
+  waitUntil?: number;
 };
 
-/** Arguments of {@link breakerAdmit}. */
-export type BreakerAdmitArgs = { cfg: BreakerConfig; leaseMs: number };
+/**
+ * Arguments of {@link breakerAdmit}. `waitMs` > 0: the caller will wait that
+ * long for the verdict if refused (it is counted as waiting). `peek`: only
+ * look, never take a probe (a refusal with `retryAfter: 0` then means that a
+ * probe may go now).
+ */
+export type BreakerAdmitArgs = {
+  cfg: BreakerConfig;
+  leaseMs: number;
+  waitMs?: number;
+  peek?: boolean;
+};
 /** A state transition, `[from, to]`, or `null`. */
 export type BreakerChange = [CircuitState, CircuitState] | null;
 /** Result of {@link breakerAdmit}. */
@@ -78,7 +99,25 @@ function closedState(gen: number, lastProbe: number): BreakerState {
     openUntil: 0,
     probes: [],
     lastProbe,
+    waitUntil: 0,
   };
+}
+
+/** Whether some request waits for this circuit's verdict at `now`. */
+function waited(s: BreakerState, now: number): boolean {
+  return (s.waitUntil ?? 0) > now;
+}
+
+/**
+ * A refused caller that will wait: counted as waiting until its wait ends,
+ * and an open circuit's break cut to `probeInterval` from now (a break that
+ * grew while nobody waited must not outlast a waiting caller's deadline).
+ */
+function registerWaiter(s: BreakerState, cfg: BreakerConfig, waitMs: number, now: number) {
+  const waitUntil = Math.max(s.waitUntil ?? 0, now + waitMs);
+  const openUntil =
+    s.state === 'open' ? Math.min(s.openUntil, now + cfg.probeInterval) : s.openUntil;
+  return { ...s, waitUntil, openUntil };
 }
 
 /** Reads a stored state; anything unrecognisable counts as a fresh closed circuit. */
@@ -131,32 +170,39 @@ function admitProbe(
  * `staunch.breaker.admit`: may a call go? Closed: yes (read only). Open:
  * no, until `openUntil`; the first admit after it moves to half-open and is a
  * probe. Half-open: expired leases are dropped, then yes as a probe while
- * fewer than `halfOpenProbes` are in flight, else no.
+ * fewer than `halfOpenProbes` are in flight, else no. A caller that will wait
+ * (`waitMs`) is counted as waiting and cuts the break to `probeInterval`;
+ * `peek` never takes a probe.
  */
 export const breakerAdmit: StoreOperation<BreakerAdmitArgs, BreakerAdmitResult> = Object.freeze({
   name: 'staunch.breaker.admit',
   apply(
     json: Json | undefined,
-    { cfg, leaseMs }: BreakerAdmitArgs,
+    { cfg, leaseMs, waitMs = 0, peek = false }: BreakerAdmitArgs,
     now: number,
   ): StoreUpdate<BreakerAdmitResult> {
-    const s = readState(json);
-    if (s.state === 'closed') {
+    const read = readState(json);
+    if (read.state === 'closed') {
       return {
         state: json,
         ttl: cfg.window,
-        result: { ok: true, gen: s.gen, probe: null, change: null },
+        result: { ok: true, gen: read.gen, probe: null, change: null },
       };
     }
+    const s = waitMs > 0 ? registerWaiter(read, cfg, waitMs, now) : read;
     if (s.state === 'open') {
       if (now < s.openUntil)
         return update(s, cfg, now, { ok: false, retryAfter: s.openUntil - now });
+      if (peek) return update(s, cfg, now, { ok: false, retryAfter: 0 });
       const halfOpen: BreakerState = { ...s, state: 'half-open', openUntil: 0, probes: [] };
       return admitProbe(halfOpen, cfg, leaseMs, now, ['open', 'half-open']);
     }
     const live = s.probes.filter(([, until]) => until > now);
     const pruned: BreakerState = { ...s, probes: live };
-    if (live.length < cfg.halfOpenProbes) return admitProbe(pruned, cfg, leaseMs, now, null);
+    if (live.length < cfg.halfOpenProbes) {
+      if (peek) return update(pruned, cfg, now, { ok: false, retryAfter: 0 });
+      return admitProbe(pruned, cfg, leaseMs, now, null);
+    }
     const freeAt = live.reduce((min, [, until]) => Math.min(min, until), Number.POSITIVE_INFINITY);
     return update(pruned, cfg, now, { ok: false, retryAfter: Math.max(1, freeAt - now) });
   },
@@ -185,7 +231,11 @@ function recordProbe(
     return update({ ...s, probes }, cfg, now, { change: null });
   }
   if (outcome === 'failure') {
-    const breakMs = Math.min(cfg.maxBreakDuration, Math.max(cfg.breakDuration, s.breakMs * 2));
+    // Requests waiting for the verdict: probe again soon, at a steady pace.
+    // Nobody waiting: back off, the break doubling up to its ceiling.
+    const breakMs = waited(s, now)
+      ? Math.min(cfg.probeInterval, cfg.maxBreakDuration)
+      : Math.min(cfg.maxBreakDuration, Math.max(cfg.breakDuration, s.breakMs * 2));
     return update(open(s, breakMs, now), cfg, now, { change: ['half-open', 'open'] });
   }
   const closed = closedState(Math.max(now, s.gen + 1), s.lastProbe);
@@ -198,7 +248,9 @@ function recordProbe(
  * neutral closes, failure reopens with the break doubled (capped),
  * cancelled frees the slot. A closed-state call counts only if the circuit is
  * still closed in the same generation, and only success or failure: it goes
- * into the window, then the circuit trips if the rule says so.
+ * into the window, then the circuit trips if the rule says so (ratio mode:
+ * the ratio over the window, or over its newest bucket alone, each with at
+ * least `minimumVolume` calls).
  */
 export const breakerRecord: StoreOperation<BreakerRecordArgs, BreakerRecordResult> = Object.freeze({
   name: 'staunch.breaker.record',
@@ -248,7 +300,13 @@ export const breakerRecord: StoreOperation<BreakerRecordArgs, BreakerRecordResul
         failures += f;
         total += f + ok;
       }
-      trip = total >= cfg.minimumVolume && failures >= cfg.failureRatio * total;
+      // The whole window, or its newest bucket alone: a hard outage after a healthy spell
+      // trips within a bucket instead of waiting for its failures to outweigh the window's
+      // successes (seconds of requests spent on a dead upstream).
+      const newest = bucket[1] + bucket[2];
+      trip =
+        (total >= cfg.minimumVolume && failures >= cfg.failureRatio * total) ||
+        (newest >= cfg.minimumVolume && bucket[1] >= cfg.failureRatio * newest);
     }
     if (trip)
       return update(open(s, cfg.breakDuration, now), cfg, now, { change: ['closed', 'open'] });

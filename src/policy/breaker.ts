@@ -7,6 +7,8 @@
 import type { Clock } from '../internal/clock.js';
 import type { StateStore } from '../store/store.js';
 import {
+  type BreakerAdmitArgs,
+  type BreakerAdmitResult,
   type BreakerChange,
   type BreakerConfig,
   type BreakerOutcome,
@@ -14,8 +16,15 @@ import {
   breakerRecord,
   type CircuitState,
 } from './breaker-ops.js';
+import { type BreakerPeek, BreakerWaitingRoom } from './breaker-wait.js';
 import { runOpMaybe } from './store-call.js';
-import { positiveFinite, positiveInteger, readNumber, readObject } from './validate.js';
+import {
+  describeValue,
+  positiveFinite,
+  positiveInteger,
+  readNumber,
+  readObject,
+} from './validate.js';
 
 export type { BreakerOutcome, CircuitState } from './breaker-ops.js';
 
@@ -58,6 +67,22 @@ export interface BreakerOptions {
    * @default undefined (ratio mode)
    */
   consecutiveFailures?: number | undefined;
+  /**
+   * While requests wait on an open circuit, a probe goes this often (ms): the
+   * break neither grows nor outlasts this then, so a waiting caller sees the
+   * recovery within about this long.
+   * @default 1_000
+   */
+  probeInterval?: number | undefined;
+  /**
+   * `true`: an open circuit always fails fast with `CircuitOpenError`. By
+   * default a request that may still be retried, and whose deadline outlasts
+   * the next probe, waits for the probe's verdict instead (no attempt counted,
+   * no budget charged) and goes once the circuit closes. Fail fast suits an
+   * interactive caller that has a fallback.
+   * @default false
+   */
+  failFast?: boolean | undefined;
 }
 
 /** Validated, frozen breaker options. */
@@ -69,6 +94,8 @@ export interface ResolvedBreakerOptions {
   readonly maxBreakDuration: number;
   readonly halfOpenProbes: number;
   readonly consecutiveFailures: number | undefined;
+  readonly probeInterval: number;
+  readonly failFast: boolean;
 }
 
 /** Defaults of {@link BreakerOptions}. */
@@ -80,6 +107,8 @@ export const breakerDefaults: ResolvedBreakerOptions = Object.freeze({
   maxBreakDuration: 60_000,
   halfOpenProbes: 1,
   consecutiveFailures: undefined,
+  probeInterval: 1_000,
+  failFast: false,
 });
 
 const KNOWN = Object.keys(breakerDefaults);
@@ -108,6 +137,10 @@ export function resolveBreakerOptions(
     );
   }
   const consecutive = o.consecutiveFailures;
+  const failFast = o.failFast ?? d.failFast;
+  if (typeof failFast !== 'boolean') {
+    throw new TypeError(`breaker.failFast must be a boolean, got ${describeValue(failFast)}`);
+  }
   return Object.freeze({
     failureRatio: readNumber(o, 'failureRatio', p, d.failureRatio, ratio, 'a number in (0, 1]'),
     minimumVolume: readNumber(
@@ -133,6 +166,8 @@ export function resolveBreakerOptions(
       consecutive === undefined
         ? undefined
         : readNumber(o, 'consecutiveFailures', p, 1, positiveInteger, 'an integer >= 1'),
+    probeInterval: readNumber(o, 'probeInterval', p, d.probeInterval, positiveFinite, MS),
+    failFast,
   });
 }
 
@@ -175,10 +210,15 @@ export const PROBE_LEASE_GRACE = 1_000;
  * if (admission.ok) await breaker.record('https://api.example.com', admission.ticket, 'success');
  */
 export class CircuitBreaker {
+  /** Fail fast always, never wait for a probe's verdict. */
+  readonly failFast: boolean;
   readonly #cfg: BreakerConfig;
   readonly #store: StateStore;
   readonly #clock: Clock;
   readonly #onStateChange: ((change: BreakerStateChange) => void) | undefined;
+  /** Keys this process last saw open, or refusing an admission (half-open with its probes out). */
+  readonly #refusing = new Set<string>();
+  readonly #rooms: BreakerWaitingRoom;
 
   constructor(
     options: ResolvedBreakerOptions,
@@ -194,10 +234,61 @@ export class CircuitBreaker {
       maxBreakDuration: options.maxBreakDuration,
       halfOpenProbes: options.halfOpenProbes,
       consecutiveFailures: options.consecutiveFailures ?? 0,
+      probeInterval: options.probeInterval,
     });
+    this.failFast = options.failFast;
     this.#store = store;
     this.#clock = clock;
     this.#onStateChange = onStateChange;
+    this.#rooms = new BreakerWaitingRoom(clock, options.probeInterval, (key, waitMs) =>
+      this.#peek(key, waitMs),
+    );
+  }
+
+  /** ms between probes while requests wait. */
+  get probeInterval(): number {
+    return this.#cfg.probeInterval;
+  }
+
+  /** How long one admission counts its caller as waiting (the room renews it while it waits). */
+  get waitLease(): number {
+    return this.#rooms.lease;
+  }
+
+  /**
+   * Whether `key`'s circuit was open (or refused an admission) when this
+   * process last heard of it (local knowledge, no store call): a retry that
+   * will meet an open circuit adds no load, so it is not charged to the
+   * retry budget.
+   */
+  refusing(key: string): boolean {
+    return this.#refusing.size > 0 && this.#refusing.has(key);
+  }
+
+  /**
+   * Waits until `key`'s circuit may admit a call again (closed, or a probe
+   * is due), at most `maxWait` ms: `true` then, `false` on timeout. Rejects
+   * with `signal.reason` on abort. Waiters of one process share one poll of
+   * the store per key.
+   */
+  wait(key: string, maxWait: number, signal?: AbortSignal): Promise<boolean> {
+    return this.#rooms.wait(key, maxWait, signal);
+  }
+
+  #peek(key: string, waitMs: number): BreakerPeek | Promise<BreakerPeek> {
+    return this.#run(key, { cfg: this.#cfg, leaseMs: 0, waitMs, peek: true }, (r) =>
+      r.ok ? { ok: true, retryAfter: 0 } : { ok: false, retryAfter: r.retryAfter },
+    );
+  }
+
+  /** One admission op; keeps this process's view of the key (refusing or not) current. */
+  #run<T>(key: string, args: BreakerAdmitArgs, map: (r: BreakerAdmitResult) => T): T | Promise<T> {
+    const now = this.#clock.now();
+    return runOpMaybe(this.#store, BREAKER_KEY_PREFIX + key, breakerAdmit, args, now, (r) => {
+      if (!r.ok) this.#refusing.add(key);
+      else if (this.#refusing.size > 0) this.#refusing.delete(key);
+      return map(r);
+    });
   }
 
   /**
@@ -206,23 +297,18 @@ export class CircuitBreaker {
    * timeout; a non-finite value means `maxBreakDuration`), plus
    * {@link PROBE_LEASE_GRACE}.
    */
-  admit(key: string, leaseMs: number): BreakerAdmission | Promise<BreakerAdmission> {
+  admit(key: string, leaseMs: number, waitMs = 0): BreakerAdmission | Promise<BreakerAdmission> {
     const lease =
       (Number.isFinite(leaseMs) && leaseMs > 0 ? leaseMs : this.#cfg.maxBreakDuration) +
       PROBE_LEASE_GRACE;
-    const args = { cfg: this.#cfg, leaseMs: lease };
-    return runOpMaybe(
-      this.#store,
-      BREAKER_KEY_PREFIX + key,
-      breakerAdmit,
-      args,
-      this.#clock.now(),
-      (r) => {
-        if (!r.ok) return { ok: false, retryAfter: r.retryAfter } as const;
-        this.#emit(key, r.change);
-        return { ok: true, ticket: Object.freeze({ gen: r.gen, probe: r.probe }) } as const;
-      },
-    );
+    const args: BreakerAdmitArgs =
+      waitMs > 0 ? { cfg: this.#cfg, leaseMs: lease, waitMs } : { cfg: this.#cfg, leaseMs: lease };
+    return this.#run(key, args, (r): BreakerAdmission => {
+      if (!r.ok) return { ok: false, retryAfter: r.retryAfter };
+      if (r.probe === null) this.#rooms.admitted(key, this.#clock.now());
+      this.#emit(key, r.change);
+      return { ok: true, ticket: Object.freeze({ gen: r.gen, probe: r.probe }) };
+    });
   }
 
   /**
@@ -245,7 +331,12 @@ export class CircuitBreaker {
   }
 
   #emit(key: string, change: BreakerChange): void {
-    if (change === null || this.#onStateChange === undefined) return;
+    if (change === null) return;
+    if (change[1] === 'closed') this.#refusing.delete(key);
+    else if (change[1] === 'open') this.#refusing.add(key);
+    // This process saw a verdict: its waiters need not wait for the next poll.
+    if (change[0] === 'half-open') this.#rooms.wake(key);
+    if (this.#onStateChange === undefined) return;
     try {
       this.#onStateChange({ key, from: change[0], to: change[1] });
     } catch {

@@ -10,6 +10,7 @@
  * trip. A fleet-wide cap is the rate limiter's job.
  */
 import { type Clock, noop, startTimer } from '../internal/clock.js';
+import { MAX_TIMER_MS } from '../internal/limits.js';
 import { describeValue, positiveInteger, readNumber, readObject } from './validate.js';
 
 /** Options of the concurrency limit (`concurrency` in `createFetch`). */
@@ -169,7 +170,7 @@ export class ConcurrencyLimiter {
         },
       };
       const cancelTimer =
-        timeout < MAX_TIMER
+        timeout < MAX_TIMER_MS
           ? startTimer(this.#clock, timeout, () => {
               leave();
               resolve(TIMEOUT);
@@ -202,6 +203,5 @@ export class ConcurrencyLimiter {
 }
 
 /** Longer waits than a timer can hold (about 24.8 days) are treated as no limit. */
-const MAX_TIMER = 2_147_483_647;
 const FULL: ConcurrencyDecision = Object.freeze({ ok: false, reason: 'full' });
 const TIMEOUT: ConcurrencyDecision = Object.freeze({ ok: false, reason: 'timeout' });

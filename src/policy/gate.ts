@@ -12,11 +12,12 @@ import {
   RateLimitedError,
   type StaunchErrorOptions,
 } from '../errors.js';
-import type { GiveUpReason } from '../events.js';
-import type { LogicalRequest } from '../executor.js';
+import type { GiveUpReason, WaitReason } from '../events.js';
 import { type Clock, noop } from '../internal/clock.js';
+import type { LogicalRequest } from '../request.js';
+import { isInvalidRequest } from '../retry/classify.js';
 import type { ServerPacing } from '../retry/server-delay.js';
-import type { BreakerAdmission, BreakerTicket } from './breaker.js';
+import type { BreakerAdmission, BreakerTicket, CircuitBreaker } from './breaker.js';
 import type { Policies } from './policies.js';
 import { isPromiseLike } from './store-call.js';
 
@@ -38,49 +39,57 @@ export type Refusal = (
 function breakerOutcome(status: number | undefined, error: unknown, callerAborted: boolean) {
   if (status !== undefined)
     return status >= 500 ? 'failure' : status >= 400 ? 'neutral' : 'success';
-  if (callerAborted) return 'cancelled';
+  if (callerAborted || isInvalidRequest(error)) return 'cancelled'; // the caller's fault, not the upstream's
   // A request that ran out of its own total time says little about the upstream's health.
   if (error instanceof DeadlineExceededError && error.timeout === 'total') return 'cancelled';
   return 'failure';
 }
 
+/** What admission needs to know about the request and how to report. */
+export interface AdmitContext {
+  readonly policies: Policies;
+  readonly clock: Clock;
+  readonly key: string;
+  readonly request: LogicalRequest;
+  /** Clock time the logical request's total deadline expires. */
+  readonly deadline: number;
+  readonly url: () => string;
+  readonly refusal: Refusal;
+  /** Told of every wait before the attempt that took time. */
+  readonly onWait: ((reason: WaitReason, duration: number) => void) | undefined;
+}
+
 /**
  * Admits one attempt, or throws the refusal `refusal` builds. Synchronous in
  * the common case: no concurrency limit, an adaptive limiter not engaged, a
- * store that answers at once.
+ * closed circuit, a store that answers at once. An open circuit that the
+ * request may wait out (see {@link CircuitBreaker.wait}) makes it wait, then
+ * admission starts again from the first gate: no attempt is spent on it.
  */
-export function admit(
-  policies: Policies,
-  clock: Clock,
-  key: string,
-  request: LogicalRequest,
-  deadline: number,
-  url: () => string,
-  refusal: Refusal,
-): Gate | Promise<Gate> {
-  const { concurrency, limiter } = policies;
-  if (concurrency === undefined && (limiter === undefined || limiter.pass(key))) {
-    return admitBreaker(policies, clock, key, request, deadline, noop, url, refusal);
+export function admit(ctx: AdmitContext): Gate | Promise<Gate> {
+  const { concurrency, limiter } = ctx.policies;
+  if (concurrency === undefined && (limiter === undefined || limiter.pass(ctx.key))) {
+    return admitBreaker(ctx, noop);
   }
-  return admitWaiting(policies, clock, key, request, deadline, url, refusal);
+  return admitWaiting(ctx);
+}
+
+function waited(ctx: AdmitContext, reason: WaitReason, since: number): void {
+  const duration = ctx.clock.now() - since;
+  if (duration > 0 && ctx.onWait !== undefined) ctx.onWait(reason, duration);
 }
 
 /** The gates that may wait: a concurrency slot, then a rate-limit token, then the breaker. */
-async function admitWaiting(
-  policies: Policies,
-  clock: Clock,
-  key: string,
-  request: LogicalRequest,
-  deadline: number,
-  url: () => string,
-  refusal: Refusal,
-): Promise<Gate> {
+async function admitWaiting(ctx: AdmitContext): Promise<Gate> {
+  const { policies, clock, key, request, deadline, url, refusal } = ctx;
   const { concurrency, limiter } = policies;
   const signal = request.signal;
   let release = noop;
   try {
     if (concurrency !== undefined) {
-      const slot = await concurrency.acquire(key, deadline - clock.now(), signal);
+      const since = clock.now();
+      const slot = await concurrency.acquire(key, deadline - since, signal);
+      waited(ctx, 'queue', since);
       if (!slot.ok) {
         const full = slot.reason === 'full';
         const what = full ? 'queue is full' : 'wait for a slot timed out';
@@ -93,7 +102,9 @@ async function admitWaiting(
       signal?.throwIfAborted();
     }
     if (limiter !== undefined && !limiter.pass(key)) {
-      const token = await limiter.acquire(key, deadline - clock.now(), signal);
+      const since = clock.now();
+      const token = await limiter.acquire(key, deadline - since, signal);
+      waited(ctx, 'rate-limit', since);
       if (!token.ok) {
         const next = Math.ceil(token.retryAfter);
         throw refusal(
@@ -107,43 +118,47 @@ async function admitWaiting(
         );
       }
     }
-    return await admitBreaker(policies, clock, key, request, deadline, release, url, refusal);
+    return await admitBreaker(ctx, release);
   } catch (error) {
     release();
     throw error;
   }
 }
 
-function admitBreaker(
-  policies: Policies,
-  clock: Clock,
-  key: string,
-  request: LogicalRequest,
-  deadline: number,
-  release: () => void,
-  url: () => string,
-  refusal: Refusal,
-): Gate | Promise<Gate> {
+function circuitOpen(ctx: AdmitContext, retryAfter: number): Error {
+  const { request, url, key } = ctx;
+  const next = Math.ceil(retryAfter);
+  return ctx.refusal(
+    'circuit-open',
+    (c) =>
+      new CircuitOpenError(
+        `${request.method} ${url()}: circuit open for ${key} (next probe in ${next} ms)`,
+        retryAfter,
+        c,
+      ),
+  );
+}
+
+function admitBreaker(ctx: AdmitContext, release: () => void): Gate | Promise<Gate> {
+  const { policies, clock, key, request, deadline } = ctx;
   const breaker = policies.breaker;
   if (breaker === undefined) return { release, ticket: undefined };
-  const decide = (admission: BreakerAdmission): Gate => {
+  const remaining = deadline - clock.now();
+  // Waiting is for a request that may still be retried; `retry: false` fails fast.
+  const mayWait = !breaker.failFast && request.retry.attempts > 1;
+  const decide = (admission: BreakerAdmission): Gate | Promise<Gate> => {
     if (admission.ok) return { release, ticket: admission.ticket };
     release();
-    const next = Math.ceil(admission.retryAfter);
-    throw refusal(
-      'circuit-open',
-      (c) =>
-        new CircuitOpenError(
-          `${request.method} ${url()}: circuit open for ${key} (next probe in ${next} ms)`,
-          admission.retryAfter,
-          c,
-        ),
-    );
+    // Its deadline must outlast the next probe (or the next look at the verdict).
+    if (mayWait && remaining > Math.min(admission.retryAfter, breaker.probeInterval)) {
+      return waitOut(ctx, breaker, admission.retryAfter);
+    }
+    throw circuitOpen(ctx, admission.retryAfter);
   };
-  const lease = Math.min(request.timeout.attempt, deadline - clock.now());
+  const lease = Math.min(request.timeout.attempt, remaining);
   let admission: BreakerAdmission | Promise<BreakerAdmission>;
   try {
-    admission = breaker.admit(key, lease);
+    admission = breaker.admit(key, lease, mayWait ? Math.min(remaining, breaker.waitLease) : 0);
   } catch (error) {
     release();
     throw error;
@@ -155,6 +170,19 @@ function admitBreaker(
     });
   }
   return decide(admission);
+}
+
+/** Waits for the circuit's verdict, then starts admission again; a wait that times out is a refusal. */
+async function waitOut(
+  ctx: AdmitContext,
+  breaker: CircuitBreaker,
+  retryAfter: number,
+): Promise<Gate> {
+  const since = ctx.clock.now();
+  const go = await breaker.wait(ctx.key, ctx.deadline - since, ctx.request.signal);
+  waited(ctx, 'circuit-open', since);
+  if (!go) throw circuitOpen(ctx, retryAfter);
+  return admit(ctx);
 }
 
 /** Tells the breaker and the rate limiter how an attempt went. Never blocks, never throws. */

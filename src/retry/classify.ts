@@ -51,7 +51,6 @@ export const UNSENT_CODES: ReadonlySet<string> = new Set([
  * same certificate fails again) and a URL that cannot be parsed.
  */
 export const FATAL_CODES: ReadonlySet<string> = new Set([
-  'ERR_INVALID_URL',
   'CERT_HAS_EXPIRED',
   'CERT_NOT_YET_VALID',
   'DEPTH_ZERO_SELF_SIGNED_CERT',
@@ -64,13 +63,73 @@ export const FATAL_CODES: ReadonlySet<string> = new Set([
   // staunch/undici (issue 4): the same request meets these again on every attempt.
   'STAUNCH_SSRF_BLOCKED', // the SSRF guard refused the address: it will refuse it again
   'ERR_TOO_MANY_REDIRECTS', // staunch/undici's redirect limit: the same chain again
-  'UND_ERR_INVALID_ARG', // undici refused the request's options before sending
   'UND_ERR_NOT_SUPPORTED',
   'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH', // the body does not match its content-length
   'UND_ERR_RES_EXCEEDED_MAX_SIZE', // the response is larger than maxResponseSize
+  // undici's interceptors.retry() below staunch already retried a status and gave up:
+  // retrying on top would multiply its attempts (docs/undici.md).
+  'UND_ERR_REQ_RETRY',
   'UND_ERR_DESTROYED', // the dispatcher is closed or destroyed: it stays so
   'UND_ERR_CLOSED',
 ]);
+
+/**
+ * Codes of a request refused before anything was sent because the caller
+ * built it wrong (a URL that does not parse, an invalid header, an option of
+ * the wrong type). Fatal, and more: not a failure of the upstream, so the
+ * breaker does not count it, and it is thrown as it is (see
+ * {@link isInvalidRequest}).
+ */
+export const INVALID_CODES: ReadonlySet<string> = new Set([
+  'ERR_INVALID_URL',
+  'UND_ERR_INVALID_ARG', // undici refused the request's options before sending
+  'ERR_INVALID_ARG_TYPE',
+  'ERR_INVALID_ARG_VALUE',
+  'ERR_INVALID_HTTP_TOKEN',
+  'ERR_INVALID_CHAR',
+  'ERR_HTTP_INVALID_HEADER_VALUE',
+  'ERR_UNESCAPED_CHARACTERS',
+]);
+
+/**
+ * Set to `true` (non-enumerable) by an adapter on an error that is the
+ * caller's own mistake: the runtime refused the request before sending it
+ * (a WHATWG fetch throws a bare `TypeError` without a code for a GET with a
+ * body, an invalid header, credentials in the URL, a blocked port…; only the
+ * adapter, which knows the request, can tell; see `refusedByFetch`).
+ * `Symbol.for`, so that two installed copies of staunch agree.
+ */
+export const INVALID_REQUEST: unique symbol = Symbol.for('staunch.invalidRequest') as never;
+
+/** Marks `error` as the caller's mistake ({@link INVALID_REQUEST}); returns it. */
+export function markInvalid<E>(error: E): E {
+  if (typeof error === 'object' && error !== null) {
+    try {
+      Object.defineProperty(error, INVALID_REQUEST, { value: true, configurable: true });
+    } catch {
+      // A frozen error stays unmarked: it is then classified by its code alone.
+    }
+  }
+  return error;
+}
+
+/**
+ * True if `error` is the caller's own mistake: marked by an adapter, or with a
+ * code in {@link INVALID_CODES}. Such an error is never retried, is no
+ * failure of the upstream (the breaker does not count it, the budget is not
+ * charged), and is thrown as the runtime made it, not wrapped in a
+ * `NetworkError` (nothing was sent).
+ */
+export function isInvalidRequest(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  try {
+    if ((error as { [INVALID_REQUEST]?: unknown })[INVALID_REQUEST] === true) return true;
+  } catch {
+    return false;
+  }
+  const code = errorCode(error);
+  return code !== undefined && INVALID_CODES.has(code);
+}
 
 /** Bounds on the walk of `errorCode`: chain depth and errors visited in all. */
 const MAX_DEPTH = 8;
@@ -133,8 +192,12 @@ export function isStaleConnection(error: unknown): boolean {
   return false;
 }
 
-/** Classifies a transport error by its `code` (never by message text). Unknown → maybe sent. */
+/**
+ * Classifies a transport error by its `code` (never by message text). Unknown
+ * → maybe sent. The caller's own mistakes ({@link isInvalidRequest}) are fatal.
+ */
 export function classifyError(error: unknown): ErrorKind {
+  if (isInvalidRequest(error)) return 'fatal';
   const code = errorCode(error);
   if (code === undefined) return 'maybe-sent';
   if (UNSENT_CODES.has(code)) return 'unsent';
@@ -165,4 +228,63 @@ export function classifyStatus(
     return 'any';
   }
   return 'replayable';
+}
+
+/**
+ * Fetch standard §2.9 "bad port": ports a fetch refuses to connect to
+ * (https://fetch.spec.whatwg.org/#bad-port).
+ */
+const BAD_PORTS: ReadonlySet<number> = new Set([
+  1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102,
+  103, 104, 109, 110, 111, 113, 115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465,
+  512, 513, 514, 515, 526, 530, 531, 532, 540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993,
+  995, 1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668,
+  6669, 6679, 6697, 10080,
+]);
+
+/** Schemes a fetch knows (Fetch standard §4.2 "scheme fetch"); any other is a network error. */
+const FETCH_SCHEMES: ReadonlySet<string> = new Set([
+  'about:',
+  'blob:',
+  'data:',
+  'file:',
+  'http:',
+  'https:',
+]);
+
+/**
+ * Did a WHATWG fetch refuse this request before sending anything, because
+ * the caller built it wrong? Asked only once `error` came back from the
+ * transport, so nothing is refused that the runtime accepted. A WHATWG
+ * fetch throws a bare `TypeError` for these (no code to match, and its
+ * message differs per runtime), so the request itself is checked, with the
+ * runtime's own `Request` constructor where there is one: a URL that does
+ * not parse or carries credentials, a scheme fetch does not know, a bad
+ * port, or an init `new Request` rejects (a GET or HEAD with a body, an
+ * invalid header name or value, an invalid method or mode). An error that
+ * carries a network code (`ECONNREFUSED`…) is never a refusal.
+ */
+export function refusedByFetch(url: string, init: RequestInit, error: unknown): boolean {
+  const code = errorCode(error);
+  if (code !== undefined && !INVALID_CODES.has(code)) return false;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return true;
+  }
+  if (parsed.username !== '' || parsed.password !== '') return true;
+  if (!FETCH_SCHEMES.has(parsed.protocol)) return true;
+  if ((parsed.protocol === 'http:' || parsed.protocol === 'https:') && parsed.port !== '') {
+    if (BAD_PORTS.has(Number(parsed.port))) return true;
+  }
+  if (typeof Request !== 'function') return false;
+  try {
+    // The body is a stand-in: the check must not read (or lock) the caller's stream.
+    const hasBody = init.body !== undefined && init.body !== null;
+    new Request(parsed.href, { ...init, body: hasBody ? '' : null, signal: null });
+    return false;
+  } catch (refusal) {
+    return refusal instanceof TypeError;
+  }
 }

@@ -3,6 +3,7 @@
  * `Retry-After`, `RateLimit` / `RateLimit-Reset` and `X-RateLimit-Reset`.
  * Strict parsers: anything malformed is ignored (→ `undefined`), never guessed.
  */
+import { MAX_TIMER_MS } from '../internal/limits.js';
 
 /** Anything headers can be read from: a `Headers`, or a plain record (any case). */
 export type HeaderSource =
@@ -195,7 +196,7 @@ export function readServerPacing(headers: HeaderSource, now: number = Date.now()
 }
 
 /** The largest delay a timer can schedule (2³¹ − 1 ms, about 24.8 days). */
-export const MAX_DELAY = 2_147_483_647;
+export const MAX_DELAY: number = MAX_TIMER_MS;
 
 /**
  * The server's requested delay in ms, clamped to [0, `cap`], or `undefined`

@@ -7,13 +7,13 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
+import { DRAIN_LIMIT } from '../internal/limits.js';
 import { expectSend, markIfStale, type Probe, probe } from './stale.js';
 
 type Controller = Dispatcher.DispatchController;
 type Handler = Dispatcher.DispatchHandler;
 
 /** Bytes of a failed response read so that its connection can be reused; past that it is aborted. */
-export const DRAIN_LIMIT: number = 64 * 1024;
 /** Bytes held while the executor decides; past that the socket is paused. */
 const HOLD_LIMIT = 1024 * 1024;
 
@@ -67,6 +67,15 @@ export class CallerController implements Controller {
 
 type Mode = 'wait' | 'discard' | 'forward' | 'done';
 
+/** Hands `error` to the caller's handler; a throw from it has nowhere left to go. */
+export function deliverError(handler: Handler, controller: Controller, error: Error): void {
+  try {
+    handler.onResponseError?.(controller, error);
+  } catch {
+    // The handler's own error handler failed: undici would drop this too.
+  }
+}
+
 const NO_HEADERS: IncomingHttpHeaders = Object.freeze({});
 
 export class Attempt implements Handler {
@@ -91,6 +100,8 @@ export class Attempt implements Handler {
   #caller: { handler: Handler; controller: CallerController } | undefined;
   #drained = 0;
   #discarded: (() => void) | undefined;
+  /** The caller's handler threw and was given its error (`fail`). */
+  #failed = false;
 
   /** Dispatches one attempt; resolves at its response headers, rejects on a failure before them. */
   static send(
@@ -162,7 +173,13 @@ export class Attempt implements Handler {
       case 'forward': {
         const caller = this.#caller!;
         if (this.#chunks?.length || caller.controller.paused) this.#hold(chunk);
-        else caller.handler.onResponseData?.(caller.controller, chunk);
+        else {
+          try {
+            caller.handler.onResponseData?.(caller.controller, chunk);
+          } catch (error) {
+            this.fail(error);
+          }
+        }
         return;
       }
       default:
@@ -250,25 +267,52 @@ export class Attempt implements Handler {
     if (caller === undefined || this.#mode !== 'forward') return;
     const { handler, controller } = caller;
     const chunks = this.#chunks;
-    while (chunks !== undefined && chunks.length > 0) {
-      if (controller.paused) {
-        this.pauseSocket();
-        return;
+    try {
+      while (chunks !== undefined && chunks.length > 0) {
+        if (controller.paused) {
+          this.pauseSocket();
+          return;
+        }
+        handler.onResponseData?.(controller, chunks.shift()!);
+        if (this.#mode !== 'forward') return;
       }
-      handler.onResponseData?.(controller, chunks.shift()!);
-      if (this.#mode !== 'forward') return;
+      this.#held = 0;
+      if (this.#error !== undefined) {
+        this.#mode = 'done';
+        deliverError(handler, controller, this.#error);
+      } else if (this.#ended) {
+        this.#mode = 'done';
+        handler.onResponseEnd?.(controller, this.#trailers);
+      } else if (!controller.paused && (this.#pausedByUs || this.#controller?.paused)) {
+        this.#pausedByUs = false;
+        this.#controller?.resume();
+      }
+    } catch (error) {
+      this.fail(error);
     }
-    this.#held = 0;
-    if (this.#error !== undefined) {
-      this.#mode = 'done';
-      handler.onResponseError?.(controller, this.#error);
-    } else if (this.#ended) {
-      this.#mode = 'done';
-      handler.onResponseEnd?.(controller, this.#trailers);
-    } else if (!controller.paused && (this.#pausedByUs || this.#controller?.paused)) {
-      this.#pausedByUs = false;
-      this.#controller?.resume();
+  }
+
+  /**
+   * The caller's handler threw while it was handed this response (undici's
+   * own `interceptors.retry()` throws in `onResponseEnd` by design). A plain
+   * undici dispatcher delivers such an error to the handler's
+   * `onResponseError`, so this does too, once, and releases the socket if
+   * the response is not over. Never rethrown: the call came from a promise
+   * callback or from undici's parser, where a throw would be lost or become
+   * an unhandled rejection.
+   */
+  fail(error: unknown): void {
+    const caller = this.#caller;
+    if (caller === undefined || this.#failed) return;
+    this.#failed = true;
+    this.#mode = 'done';
+    this.#chunks = undefined;
+    const reason = error instanceof Error ? error : new Error(String(error));
+    if (!this.#ended && this.#error === undefined) {
+      this.#error = reason;
+      this.#controller?.abort(reason);
     }
+    deliverError(caller.handler, caller.controller, reason);
   }
 
   pauseSocket(): void {

@@ -9,8 +9,7 @@
  * fetch hands the dispatcher every request body as a one-shot async
  * iterable, so an interceptor could never resend a PUT or a keyed POST; the
  * fetch adapter keeps bodies replayable, reads `Request` inputs, encodes
- * FormData once, and takes the per-request `retry`, `timeout` and
- * `idempotencyKey` fields. Redirects are followed by staunch (redirect.ts).
+ * FormData once, and takes the per-request `staunch` field. Redirects are followed by staunch (redirect.ts).
  */
 import { Agent, type Dispatcher, fetch as undiciFetch } from 'undici';
 import { SsrfBlockedError } from '../errors.js';

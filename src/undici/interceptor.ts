@@ -11,17 +11,16 @@ import type { Dispatcher } from 'undici';
 import { NetworkError, SsrfBlockedError } from '../errors.js';
 import type { Exchange, LogicalRequest } from '../executor.js';
 import { collectSecrets } from '../internal/redact.js';
-import { checkObject, describe } from '../internal/validate.js';
-import {
-  type ResolvedRetryOptions,
-  type ResolvedTimeoutOptions,
-  type RetryOptions,
-  resolveRetryOptions,
-  resolveTimeoutOptions,
-  type TimeoutOptions,
+import type {
+  ResolvedRetryOptions,
+  ResolvedTimeoutOptions,
+  RetryOptions,
+  TimeoutOptions,
 } from '../options.js';
 import { describeReplay, type ReplayRequest } from '../replay.js';
-import { Attempt, CallerController } from './attempt.js';
+import { idempotencyOf, readRequestOptions } from '../request-options.js';
+import { errorCode } from '../retry/classify.js';
+import { Attempt, CallerController, deliverError } from './attempt.js';
 import { type Client, type ClientOptions, resolveClient } from './client.js';
 import { hasHeader, headerPairs, withHeader } from './headers.js';
 import { watchSockets } from './stale.js';
@@ -92,9 +91,7 @@ function run(
 ): void {
   const logical = new AbortController();
   const controller = new CallerController(logical);
-  const fail = (error: unknown): void => {
-    handler.onResponseError?.(controller, surface(error));
-  };
+  const fail = (error: unknown): void => deliverError(handler, controller, surface(error));
   let call: DispatchCall;
   try {
     handler.onRequestStart?.(controller, {});
@@ -114,7 +111,7 @@ function run(
     try {
       handler.onResponseStart?.(controller, attempt.status, attempt.headers, attempt.statusText);
     } catch (error) {
-      attempt.callerAbort(error as Error);
+      attempt.fail(error);
       return;
     }
     attempt.flush();
@@ -206,43 +203,27 @@ function prepare(
   opts: StaunchDispatchOptions,
   signal: AbortSignal,
 ): DispatchCall {
-  let retry = client.retry;
-  let timeout = client.timeout;
-  let key: string | undefined;
   let base: Dispatcher.DispatchOptions = opts;
+  let staunch: unknown;
   if (opts.staunch !== undefined) {
-    const { staunch, ...rest } = opts;
+    const { staunch: fields, ...rest } = opts;
     base = rest;
-    const fields = checkObject('staunch', staunch, ['retry', 'timeout', 'idempotencyKey']);
-    if (fields.retry !== undefined) {
-      retry = resolveRetryOptions(fields.retry as RetryOptions, client.retry, 'staunch.retry');
-    }
-    if (fields.timeout !== undefined) {
-      timeout = resolveTimeoutOptions(
-        fields.timeout as TimeoutOptions,
-        client.timeout,
-        'staunch.timeout',
-      );
-    }
-    if (fields.idempotencyKey !== undefined) {
-      if (typeof fields.idempotencyKey !== 'string' || fields.idempotencyKey === '') {
-        throw new TypeError(
-          `staunch.idempotencyKey must be a non-empty string, got ${describe(fields.idempotencyKey)}`,
-        );
-      }
-      key = fields.idempotencyKey;
-    }
+    staunch = fields;
   }
+  const settings = readRequestOptions(client, staunch, 'staunch');
+  const { retry, timeout } = settings;
   const method = String(base.method).toUpperCase();
-  const { header, auto } = client.idempotency;
+  const { header } = client.idempotency;
   const keyHeader = header.toLowerCase();
   let headers = base.headers;
-  if (key === undefined && auto && !retry.methods.has(method) && !hasHeader(headers, keyHeader)) {
-    key = randomUUID();
-  }
+  const { key, replayable } = idempotencyOf(
+    method,
+    settings,
+    client.idempotency,
+    hasHeader(headers, keyHeader),
+    randomUUID,
+  );
   if (key !== undefined) headers = withHeader(headers, header, key);
-  const replayable =
-    retry.methods.has(method) || key !== undefined || hasHeader(headers, keyHeader);
   const attemptOpts = { ...base, headers, [HANDLED]: true } as Dispatcher.DispatchOptions;
   return new DispatchCall(dispatch, attemptOpts, {
     method,
@@ -291,11 +272,16 @@ function resendable(body: unknown): (unsent: boolean) => boolean {
 }
 
 /**
- * The error the caller's handler gets: the SSRF guard's own error rather than
- * the `NetworkError` around it; any other error as the executor threw it.
+ * The error the caller's handler gets: the SSRF guard's own error, or the
+ * `RequestRetryError` of a retry layer below, rather than the `NetworkError`
+ * around it; any other error as the executor threw it.
  */
 export function surface(error: unknown): Error {
-  if (error instanceof NetworkError && error.cause instanceof SsrfBlockedError) return error.cause;
+  if (error instanceof NetworkError) {
+    if (error.cause instanceof SsrfBlockedError) return error.cause;
+    // A lower retry layer (undici's interceptors.retry()) gave up on a status: its own error.
+    if (errorCode(error.cause) === 'UND_ERR_REQ_RETRY') return error.cause as Error;
+  }
   // The caller's own abort reason goes back as it is, whatever it is.
   return error as Error;
 }

@@ -9,6 +9,7 @@
 import type { LookupFunction } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import { CLIENT_KEYS } from '../client.js';
+import { MAX_TIMER_MS } from '../internal/limits.js';
 import { checkNumber, checkObject, describe } from '../internal/validate.js';
 import { resolveSsrfOptions, type SsrfOptions, type SsrfRules } from './ssrf.js';
 
@@ -153,16 +154,111 @@ export interface ResolvedTransport {
 }
 
 /** The largest timer Node accepts (ms): 2^31 − 1. */
-const MAX_TIMER = 2_147_483_647;
 
 function duration(path: string, value: unknown, fallback: number, allowZero: boolean): number {
   if (value === undefined) return fallback;
   return checkNumber(path, value, {
     min: 0,
     exclusiveMin: !allowZero,
-    max: MAX_TIMER,
+    max: MAX_TIMER_MS,
     integer: true,
   });
+}
+
+const TLS_VERSIONS: readonly string[] = ['TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'];
+
+/** A PEM string or its bytes. */
+function isPem(value: unknown): boolean {
+  return typeof value === 'string' || value instanceof Uint8Array;
+}
+
+/** One value, or an array of values, each accepted by `item`. */
+function checkOneOrMany(
+  path: string,
+  value: unknown,
+  item: (v: unknown) => boolean,
+  what: string,
+): void {
+  const items = Array.isArray(value) ? value : [value];
+  items.forEach((v, i) => {
+    if (!item(v)) {
+      const at = Array.isArray(value) ? `${path}[${i}]` : path;
+      throw new TypeError(`${at} must be ${what}, got ${describe(v)}`);
+    }
+  });
+}
+
+/** `{ pem, passphrase }` (a key) or `{ buf, passphrase }` (a pfx), as `tls.connect` takes them. */
+function isKeyObject(field: 'pem' | 'buf'): (v: unknown) => boolean {
+  return (v) => {
+    if (isPem(v)) return true;
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+    const o = v as Record<string, unknown>;
+    return (
+      isPem(o[field]) &&
+      (o.passphrase === undefined || typeof o.passphrase === 'string') &&
+      Object.keys(o).every((k) => k === field || k === 'passphrase')
+    );
+  };
+}
+
+/**
+ * Validates the TLS options as `tls.connect` would read them, so that a
+ * wrong type fails at construction, naming the option, and not at the first
+ * handshake (or never: `rejectUnauthorized: 'no'` is truthy, so it would
+ * silently keep verifying, and `0` would silently stop).
+ */
+function resolveTls(input: unknown, path: string): TlsOptions {
+  const o = checkObject(path, input, TLS_KEYS);
+  const pemList = 'a PEM string or Buffer, or an array of them';
+  if (o.ca !== undefined) checkOneOrMany(`${path}.ca`, o.ca, isPem, pemList);
+  if (o.cert !== undefined) checkOneOrMany(`${path}.cert`, o.cert, isPem, pemList);
+  if (o.key !== undefined) {
+    checkOneOrMany(`${path}.key`, o.key, isKeyObject('pem'), `${pemList} or { pem, passphrase }`);
+  }
+  if (o.pfx !== undefined) {
+    checkOneOrMany(
+      `${path}.pfx`,
+      o.pfx,
+      isKeyObject('buf'),
+      'a Buffer or string, or { buf, passphrase }',
+    );
+  }
+  for (const name of ['passphrase', 'ciphers'] as const) {
+    if (o[name] !== undefined && typeof o[name] !== 'string') {
+      throw new TypeError(`${path}.${name} must be a string, got ${describe(o[name])}`);
+    }
+  }
+  if (o.servername !== undefined && (typeof o.servername !== 'string' || o.servername === '')) {
+    throw new TypeError(`${path}.servername must be a host name, got ${describe(o.servername)}`);
+  }
+  if (o.rejectUnauthorized !== undefined && typeof o.rejectUnauthorized !== 'boolean') {
+    throw new TypeError(
+      `${path}.rejectUnauthorized must be a boolean, got ${describe(o.rejectUnauthorized)}`,
+    );
+  }
+  for (const name of ['minVersion', 'maxVersion'] as const) {
+    if (o[name] !== undefined && !TLS_VERSIONS.includes(o[name] as string)) {
+      throw new TypeError(
+        `${path}.${name} must be one of ${TLS_VERSIONS.join(', ')}, got ${describe(o[name])}`,
+      );
+    }
+  }
+  if (
+    o.minVersion !== undefined &&
+    o.maxVersion !== undefined &&
+    TLS_VERSIONS.indexOf(o.minVersion as string) > TLS_VERSIONS.indexOf(o.maxVersion as string)
+  ) {
+    throw new RangeError(
+      `${path}.maxVersion must be >= tls.minVersion (${String(o.minVersion)}), got ${describe(o.maxVersion)}`,
+    );
+  }
+  if (o.checkServerIdentity !== undefined && typeof o.checkServerIdentity !== 'function') {
+    throw new TypeError(
+      `${path}.checkServerIdentity must be a function (host, cert), got ${describe(o.checkServerIdentity)}`,
+    );
+  }
+  return Object.freeze({ ...o }) as TlsOptions;
 }
 
 /** Validates and freezes the transport options (messages name `timeouts.connect`…). */
@@ -196,12 +292,7 @@ export function resolveTransport(options: Record<string, unknown>): ResolvedTran
   if (typeof allowH2 !== 'boolean') {
     throw new TypeError(`${path}allowH2 must be a boolean, got ${describe(allowH2)}`);
   }
-  const tls =
-    options.tls === undefined
-      ? undefined
-      : (Object.freeze({
-          ...checkObject(`${path}tls`, options.tls, TLS_KEYS),
-        }) as TlsOptions);
+  const tls = options.tls === undefined ? undefined : resolveTls(options.tls, `${path}tls`);
   const lookup = options.lookup;
   if (lookup !== undefined && typeof lookup !== 'function') {
     throw new TypeError(

@@ -15,6 +15,7 @@
 import { SsrfBlockedError } from '../errors.js';
 import type { FetchLike } from '../fetch.js';
 import { noop } from '../internal/clock.js';
+import { DRAIN_LIMIT } from '../internal/limits.js';
 import { SECRET_HEADERS } from '../internal/redact.js';
 
 const REDIRECTS: ReadonlySet<number> = new Set([301, 302, 303, 307, 308]);
@@ -29,7 +30,6 @@ const BODY_HEADERS = [
 ];
 
 /** Bytes of a redirect response read so its connection can be reused; past that it is cancelled. */
-const DRAIN_LIMIT = 64 * 1024;
 
 /** Can this body be sent on a second hop? A stream has been read by the first. */
 function reusable(body: unknown): boolean {

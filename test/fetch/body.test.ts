@@ -107,13 +107,12 @@ test('per-request fields never reach the transport', async () => {
   await c.fetch(server.url, {
     method: 'PUT',
     body: 'b',
-    retry: { attempts: 3 },
-    timeout: { total: 10_000 },
+    staunch: { retry: { attempts: 3 }, timeout: { total: 10_000 } },
     idempotencyKey: 'k',
   });
   for (const init of c.calls) {
-    expect(Object.keys(init)).not.toContain('retry');
-    expect(Object.keys(init)).not.toContain('timeout');
+    expect(Object.keys(init)).not.toContain('staunch');
+    expect(Object.keys(init)).not.toContain('idempotencyKey');
     expect(Object.keys(init)).not.toContain('idempotencyKey');
     expect(init.signal).toBeInstanceOf(AbortSignal);
   }

@@ -138,7 +138,7 @@ describe('timeout.total', () => {
   test('per request, timeout.total overrides the client', async () => {
     const server = await silent();
     const { fetch, clock } = manual();
-    const result = settled(fetch(server.url, { timeout: { total: 500 } }));
+    const result = settled(fetch(server.url, { staunch: { timeout: { total: 500 } } }));
     await server.accepted(1);
     await until(() => clock.pending().includes(500));
     await clock.advance(500);

@@ -54,9 +54,15 @@ describe('createFetch rejects bad options with an error naming the option and th
         return new Response('');
       },
     });
-    await expect(fetch('http://127.0.0.1/', { retry: { attempts: -1 } })).rejects.toThrow(
-      /init\.retry\.attempts .* got -1/,
+    await expect(
+      fetch('http://127.0.0.1/', { staunch: { retry: { attempts: -1 } } }),
+    ).rejects.toThrow(/init\.staunch\.retry\.attempts .* got -1/);
+    await expect(fetch('http://127.0.0.1/', { staunch: { retyr: 2 } as never })).rejects.toThrow(
+      /init\.staunch\.retyr is not an option/,
     );
+    await expect(
+      fetch('http://127.0.0.1/', { staunch: { idempotencyKey: 7 } as never }),
+    ).rejects.toThrow(/init\.staunch\.idempotencyKey must be a non-empty string, got 7/);
     await expect(fetch('http://127.0.0.1/', { idempotencyKey: '' })).rejects.toThrow(TypeError);
     expect(calls).toBe(0);
   });
@@ -94,8 +100,8 @@ describe('events', () => {
     const res = await c.fetch(`${server.url}/a?token=abc123&x=1`);
     expect(res.status).toBe(503);
     expect(seen).toEqual([
-      'retry 1 status 503 125',
-      'retry 2 status 503 250',
+      'retry 1 status 503 500',
+      'retry 2 status 503 875',
       `giveUp attempts 3 GET ${server.url}/a?token=***&x=1`,
     ]);
     expect(attempts.map((a) => [a.attempt, a.status, a.method])).toEqual([
@@ -160,6 +166,8 @@ describe('giveUp carries what a deferred replay needs', () => {
       body: '{"sku":42}',
       bodyEncoding: 'utf8',
       idempotencyKey: 'order-42',
+      // Named, so that the replayer puts its own credentials back.
+      removed: { headers: ['authorization'] },
     });
     expect(JSON.stringify(events[0])).not.toContain('replay');
     expect(JSON.stringify(replay)).not.toContain('SENTINEL');
@@ -180,7 +188,7 @@ describe('giveUp carries what a deferred replay needs', () => {
     expect(events[1]).toMatchObject({ reason: 'not-replayable' });
     expect(events[1]!.replay).toBeUndefined();
     // 100 ms of total time cannot hold the 125 ms backoff: given up on the deadline.
-    expect((await c.fetch(server.url, { timeout: { total: 100 } })).status).toBe(500);
+    expect((await c.fetch(server.url, { staunch: { timeout: { total: 100 } } })).status).toBe(500);
     expect(events.at(-1)).toMatchObject({ reason: 'deadline' });
     expect(events.at(-1)!.replay).toMatchObject({ method: 'GET' });
   });

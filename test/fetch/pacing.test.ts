@@ -121,10 +121,10 @@ describe('a hint that cannot lead to success ends the retrying at once', () => {
       res.end();
     });
     open.add(server);
-    const { fetch, events } = setup({ random: () => 0.999, timeout: { total: 400 }, retry: 5 });
+    const { fetch, events } = setup({ random: () => 0.999, timeout: { total: 1_000 }, retry: 5 });
     const res = await fetch(server.url);
     expect(res.status).toBe(503);
-    // 250 ms fits in 400, then ~500 ms does not.
+    // ~750 ms fits in 1 s, then ~2.25 s does not.
     expect(server.received).toHaveLength(2);
     expect(events.giveUp[0]).toMatchObject({ reason: 'deadline', attempts: 2 });
   });
@@ -136,7 +136,7 @@ describe('a malformed hint falls back to the backoff', () => {
     await pacedOnce(() => ({ 'retry-after': value }), clock.now);
     const res = await fetch(server.url);
     expect(res.status).toBe(200);
-    expect(waits(clock)).toEqual([125]);
+    expect(waits(clock)).toEqual([500]);
     expect(events.retry[0]).toMatchObject({ delaySource: 'backoff' });
   });
 });

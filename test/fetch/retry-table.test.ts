@@ -4,7 +4,12 @@
  */
 import { createServer } from 'node:http';
 import { describe, expect, test } from 'vitest';
-import { type GiveUpEvent, NetworkError, type RetryEvent } from '../../src/index.js';
+import {
+  exponentialBackoff,
+  type GiveUpEvent,
+  NetworkError,
+  type RetryEvent,
+} from '../../src/index.js';
 import { client, waits } from '../helpers/harness.js';
 import { closedPort, httpServer, rawServer } from '../helpers/server.js';
 import { closeAfterEach } from '../helpers/teardown.js';
@@ -273,9 +278,19 @@ describe('a ReadableStream body', () => {
   });
 });
 
-test('backoff delays follow the configured generator (full jitter, random 0.5)', async () => {
+test('backoff delays follow the default generator (decorrelated jitter, random 0.5)', async () => {
   const server = await answering([503, 503, 503, 503]);
   const { fetch, clock } = setup({ retry: 5 });
+  await fetch(server.url);
+  // min(20 s, U(250, 3 × previous)), previous = 250 at first: 250 + 0.5 × (3p − 250).
+  expect(waits(clock)).toEqual([500, 875, 1437.5, 2281.25]);
+});
+
+test('backoff delays follow a configured generator (full jitter, random 0.5)', async () => {
+  const server = await answering([503, 503, 503, 503]);
+  const { fetch, clock } = setup({
+    retry: { attempts: 5, backoff: exponentialBackoff({ jitter: 'full' }) },
+  });
   await fetch(server.url);
   expect(waits(clock)).toEqual([125, 250, 500, 1000]);
 });

@@ -147,9 +147,15 @@ describe('retry budget', () => {
     expect(events.giveUp.filter((e) => e.reason === 'budget').length).toBeGreaterThan(300);
   });
 
-  test('with the defaults (breaker too), fewer still', async () => {
-    const { server } = await outage({});
-    expect(server.received.length).toBeLessThanOrEqual(440);
+  test('with the defaults (breaker too): retries wait on the open circuit, one probe a second', async () => {
+    const { server, results, events, seconds } = await outage({ timeout: { total: 20_000 } });
+    // The first attempts, the budget's retries before the circuit opened, then the probes
+    // (one per probeInterval while requests wait), nothing else.
+    expect(server.received.length).toBeLessThanOrEqual(440 + Math.ceil(seconds));
+    // Every retry waited for a verdict that never came, and gave up when its deadline could
+    // not reach the next probe.
+    expect(results.every((r) => r === '503' || r === 'STAUNCH_CIRCUIT_OPEN')).toBe(true);
+    expect(events.giveUp.some((e) => e.reason === 'circuit-open')).toBe(true);
   });
 
   test('without a budget, every attempt goes out', async () => {

@@ -58,6 +58,8 @@ describe('resolveBreakerOptions', () => {
       maxBreakDuration: 60_000,
       halfOpenProbes: 1,
       consecutiveFailures: undefined,
+      probeInterval: 1_000,
+      failFast: false,
     });
   });
 
@@ -102,6 +104,12 @@ describe('resolveBreakerOptions', () => {
       'breaker.consecutiveFailures must be an integer >= 1, got 0',
     ],
     [{ consecutiveFailures: null }, TypeError, 'got null'],
+    [
+      { probeInterval: 0 },
+      RangeError,
+      'breaker.probeInterval must be a finite number of ms > 0, got 0',
+    ],
+    [{ failFast: 'yes' }, TypeError, 'breaker.failFast must be a boolean, got "yes"'],
     [{ failureRate: 0.5 }, TypeError, 'breaker has unknown option "failureRate"'],
     [{ a: 1, b: 2 }, TypeError, 'breaker has unknown options "a", "b"'],
     ['on', TypeError, 'breaker must be an object, got "on"'],
@@ -340,6 +348,7 @@ describe('breaker store operations', () => {
     maxBreakDuration: 60_000,
     halfOpenProbes: 1,
     consecutiveFailures: 0,
+    probeInterval: 1_000,
   };
 
   it('have stable names', () => {
@@ -359,6 +368,21 @@ describe('breaker store operations', () => {
     expect(two.result).toEqual({ change: ['closed', 'open'] });
     expect(two.state).toMatchObject({ state: 'open', openUntil: 6_001, breakMs: 5_000 });
     expect(two.ttl).toBe(5_000 + 60_000);
+  });
+
+  it('trip on the newest bucket alone: a hard outage after a healthy spell', () => {
+    let state: Parameters<typeof breakerRecord.apply>[0];
+    const record = (outcome: 'success' | 'failure', now: number) => {
+      const r = breakerRecord.apply(state, { cfg, gen: 0, probe: null, outcome }, now);
+      state = r.state;
+      return r.result.change;
+    };
+    // 9 s of successes fill the 10 s window: 90 of them.
+    for (let t = 0; t < 9_000; t += 100) expect(record('success', t)).toBeNull();
+    // Then every call fails: the window's ratio stays under 0.5 for seconds, but the newest
+    // 1 s bucket holds only failures once minimumVolume (2) of them are in.
+    expect(record('failure', 9_000)).toBeNull();
+    expect(record('failure', 9_010)).toEqual(['closed', 'open']);
   });
 
   it('treat an unrecognisable state as a fresh closed circuit', () => {

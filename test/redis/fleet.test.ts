@@ -64,6 +64,7 @@ const breakerCfg: BreakerConfig = {
   maxBreakDuration: 60_000,
   halfOpenProbes: 1,
   consecutiveFailures: 3,
+  probeInterval: 1_000,
 };
 
 describe.runIf(ready)('a fleet on one Redis', () => {

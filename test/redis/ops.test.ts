@@ -114,17 +114,34 @@ const breakerConfig: fc.Arbitrary<BreakerConfig> = fc
     extra: fc.integer({ min: 0, max: 20_000 }),
     halfOpenProbes: fc.integer({ min: 1, max: 3 }),
     consecutiveFailures: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 5 })),
+    probeInterval: ms(20, 2_000),
   })
   .map(({ extra, ...c }) => ({ ...c, maxBreakDuration: c.breakDuration + extra }));
 
 function breakerSteps(cfg: BreakerConfig): fc.Arbitrary<Step[]> {
   const outcome = fc.constantFrom('success', 'failure', 'failure', 'neutral', 'cancelled');
-  const admit = fc.record({ dt, lease: fc.integer({ min: 50, max: 6_000 }) }).map(
-    ({ dt, lease }): Step => ({
+  // Plain admissions, admissions of a caller that will wait, and a waiting room's peeks.
+  const admit = fc
+    .record({
       dt,
-      call: () => ({ op: breakerAdmit as never, args: { cfg, leaseMs: lease } }),
-    }),
-  );
+      lease: fc.integer({ min: 50, max: 6_000 }),
+      waitMs: fc.oneof(fc.constant(0), fc.constant(0), ms(1, 3_000)),
+      peek: fc.nat(3).map((n) => n === 0),
+    })
+    .map(
+      ({ dt, lease, waitMs, peek }): Step => ({
+        dt,
+        call: () => ({
+          op: breakerAdmit as never,
+          args: {
+            cfg,
+            leaseMs: lease,
+            ...(waitMs > 0 && { waitMs }),
+            ...(peek && { peek: true }),
+          },
+        }),
+      }),
+    );
   const record = fc
     .record({
       dt,
@@ -350,6 +367,7 @@ describe.runIf(ready)('the Lua scripts agree with the JavaScript operations', ()
       window: 1000,
       breakDuration: 500,
       maxBreakDuration: 4000,
+      probeInterval: 1000,
       halfOpenProbes: 1,
       consecutiveFailures: 0,
     };

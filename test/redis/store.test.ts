@@ -129,6 +129,7 @@ describe.runIf(ready)('redisStore on a real Redis', () => {
           maxBreakDuration: 100,
           halfOpenProbes: 1,
           consecutiveFailures: 0,
+          probeInterval: 1_000,
         },
         leaseMs: 100,
       },

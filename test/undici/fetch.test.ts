@@ -53,7 +53,7 @@ describe('createFetch from staunch/undici', () => {
     const fetch = client({ retry: fast });
     const res = await fetch(new Request(`${server.url}/r`, { method: 'POST', body: 'b' }), {
       idempotencyKey: 'k-1',
-      retry: 2,
+      staunch: { retry: 2 },
     });
     expect(res.status).toBe(500);
     expect(server.received.map((r) => [r.headers['idempotency-key'], r.body.toString()])).toEqual([

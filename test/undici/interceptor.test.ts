@@ -127,11 +127,13 @@ describe('retryInterceptor with undici.request', () => {
       signal: controller.signal,
     });
     // The retry is scheduled: the executor sleeps its backoff on the fake clock.
-    await until(() => t.retries.length === 1 && clock.pending().length === 1);
+    await until(() => server.received.length === 1 && clock.pending().length === 1);
     const reason = new Error('caller gave up');
     controller.abort(reason);
     expect(await rejection(pending)).toBe(reason);
     expect(server.received).toHaveLength(1);
+    // A retry is said when its attempt leaves: this one never did.
+    expect(t.retries).toEqual([]);
   });
 
   it('never starves a pool of one connection: small failure bodies are drained, large ones dropped', async () => {

@@ -25,6 +25,64 @@ describe('bad options throw at construction, naming the option and the value', (
     ],
     ['allowH2', { allowH2: 'yes' }, TypeError, /allowH2 must be a boolean, got "yes"/],
     ['tls', { tls: { insecure: true } }, TypeError, /tls\.insecure is not an option/],
+    ['tls', { tls: 'strict' }, TypeError, /tls must be an object, got "strict"/],
+    [
+      'tls.rejectUnauthorized',
+      { tls: { rejectUnauthorized: 'no' } },
+      TypeError,
+      /tls\.rejectUnauthorized must be a boolean, got "no"/,
+    ],
+    [
+      'tls.rejectUnauthorized 0',
+      { tls: { rejectUnauthorized: 0 } },
+      TypeError,
+      /tls\.rejectUnauthorized must be a boolean, got 0/,
+    ],
+    ['tls.ca', { tls: { ca: 42 } }, TypeError, /tls\.ca must be a PEM string or Buffer.*got 42/],
+    ['tls.cert[1]', { tls: { cert: ['pem', {}] } }, TypeError, /tls\.cert\[1\] .*got an object/],
+    [
+      'tls.key[0].pem',
+      { tls: { key: [{ pem: 5 }] } },
+      TypeError,
+      /tls\.key\[0\] must be .*\{ pem, passphrase \}, got an object/,
+    ],
+    ['tls.pfx', { tls: { pfx: true } }, TypeError, /tls\.pfx must be .*got true/],
+    [
+      'tls.passphrase',
+      { tls: { passphrase: 1234 } },
+      TypeError,
+      /tls\.passphrase must be a string, got 1234/,
+    ],
+    [
+      'tls.ciphers',
+      { tls: { ciphers: ['A'] } },
+      TypeError,
+      /tls\.ciphers must be a string, got an array/,
+    ],
+    [
+      'tls.servername',
+      { tls: { servername: '' } },
+      TypeError,
+      /tls\.servername must be a host name, got ""/,
+    ],
+    [
+      'tls.minVersion',
+      { tls: { minVersion: 'TLSv1.4' } },
+      TypeError,
+      /tls\.minVersion must be one of TLSv1, TLSv1\.1, TLSv1\.2, TLSv1\.3, got "TLSv1\.4"/,
+    ],
+    [
+      'tls.maxVersion below minVersion',
+      { tls: { minVersion: 'TLSv1.3', maxVersion: 'TLSv1.2' } },
+      RangeError,
+      /tls\.maxVersion must be >= tls\.minVersion \(TLSv1\.3\), got "TLSv1\.2"/,
+    ],
+    [
+      'tls.checkServerIdentity',
+      { tls: { checkServerIdentity: true } },
+      TypeError,
+      /tls\.checkServerIdentity must be a function.*got true/,
+    ],
     ['lookup', { lookup: 'dns' }, TypeError, /lookup must be a function.*got "dns"/],
     ['ssrf', { ssrf: 'on' }, TypeError, /ssrf must be a boolean or an object.*got "on"/],
     [
@@ -85,6 +143,15 @@ describe('bad options throw at construction, naming the option and the value', (
       allowH2: false,
       ssrf: false,
       retry: { attempts: 3 },
+      tls: {
+        ca: ['-----BEGIN CERTIFICATE-----', Buffer.from('pem')],
+        key: [{ pem: 'k', passphrase: 'p' }],
+        rejectUnauthorized: true,
+        minVersion: 'TLSv1.2',
+        maxVersion: 'TLSv1.3',
+        servername: 'api.example.com',
+        checkServerIdentity: () => undefined,
+      },
     });
     await agent.close();
     const fetch = createFetch({

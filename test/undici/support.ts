@@ -195,15 +195,21 @@ export function tracker(): {
   idle: () => boolean;
   retries: Parameters<NonNullable<StaunchListeners['retry']>>[0][];
   giveUps: Parameters<NonNullable<StaunchListeners['giveUp']>>[0][];
+  waits: Parameters<NonNullable<StaunchListeners['wait']>>[0][];
 } {
   let inFlight = 0;
   const retries: Parameters<NonNullable<StaunchListeners['retry']>>[0][] = [];
   const giveUps: Parameters<NonNullable<StaunchListeners['giveUp']>>[0][] = [];
+  const waits: Parameters<NonNullable<StaunchListeners['wait']>>[0][] = [];
   return {
     idle: () => inFlight === 0,
     retries,
     giveUps,
+    waits,
     on: {
+      wait: (event) => {
+        waits.push(event);
+      },
       attemptStart: () => {
         inFlight++;
       },

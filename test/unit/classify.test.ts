@@ -7,7 +7,11 @@ import {
   type ErrorKind,
   errorCode,
   FATAL_CODES,
+  INVALID_CODES,
+  isInvalidRequest,
+  markInvalid,
   type RetryScope,
+  refusedByFetch,
   UNSENT_CODES,
 } from '../../src/retry/classify.js';
 import { closedPort, type RawServer, rawServer } from '../helpers/server.js';
@@ -349,5 +353,68 @@ describe('classifyError on real errors from Node fetch', () => {
     );
     expect(errorCode(error)).toBe('ERR_INVALID_URL');
     expect(classifyError(error)).toBe('fatal');
+  });
+});
+
+describe('the caller’s own mistakes (issue 10)', () => {
+  const bare = () => new TypeError('refused'); // what a WHATWG fetch throws: no code
+  type Row = [string, string, RequestInit, unknown, boolean];
+  const rows: Row[] = [
+    ['GET with a body', 'http://127.0.0.1:8080/', { body: 'x' }, bare(), true],
+    ['HEAD with a body', 'http://127.0.0.1:8080/', { method: 'HEAD', body: 'x' }, bare(), true],
+    [
+      'a stream body is not read',
+      'http://h/',
+      { method: 'GET', body: new ReadableStream() },
+      bare(),
+      true,
+    ],
+    ['invalid header value', 'http://h/', { headers: { a: 'x\r\ny' } }, bare(), true],
+    ['invalid header name', 'http://h/', { headers: [['a b', 'c']] }, bare(), true],
+    ['credentials in the URL', 'http://u:p@h/', {}, bare(), true],
+    ['user only', 'http://u@h/', {}, bare(), true],
+    ['unknown scheme', 'htp://h/', {}, bare(), true],
+    ['bad port 1', 'http://h:1/', {}, bare(), true],
+    ['bad port 9', 'https://h:9/', {}, bare(), true],
+    ['bad port 6000', 'http://h:6000/', {}, bare(), true],
+    ['invalid URL', 'http://exa mple.com/', {}, bare(), true],
+    ['relative URL', '/x', {}, bare(), true],
+    ['invalid method', 'http://h/', { method: 'BAD METHOD' }, bare(), true],
+    // Valid requests: a bare TypeError is a network error (a browser's "Failed to fetch").
+    ['valid GET', 'http://h:8080/', {}, bare(), false],
+    ['valid POST', 'http://h/', { method: 'POST', body: 'x' }, bare(), false],
+    ['port 1 elsewhere than http', 'data:text/plain,x', {}, bare(), false],
+    ['port 80 explicit', 'http://h:80/', {}, bare(), false],
+    // An error with a network code is never a refusal, whatever the request looks like.
+    ['bad port, but refused', 'http://h:9/', {}, withCode('ECONNREFUSED'), false],
+    ['GET body, but reset', 'http://h/', { body: 'x' }, withCode('ECONNRESET'), false],
+  ];
+  it.each(rows)('%s', (_name, url, init, error, refused) => {
+    expect(refusedByFetch(url, init, error)).toBe(refused);
+  });
+
+  it('a marked error, or one with an INVALID code anywhere on its chain, is invalid and fatal', () => {
+    const marked = markInvalid(new TypeError('GET with a body'));
+    expect(isInvalidRequest(marked)).toBe(true);
+    expect(classifyError(marked)).toBe('fatal');
+    expect(Object.keys(marked)).toEqual([]); // the mark is not enumerable
+    for (const code of INVALID_CODES) {
+      const e = new TypeError('wrapped', { cause: withCode(code) });
+      expect(isInvalidRequest(e)).toBe(true);
+      expect(classifyError(e)).toBe('fatal');
+    }
+    expect(isInvalidRequest(new undiciErrors.InvalidArgumentError('invalid x-a header'))).toBe(
+      true,
+    );
+    expect(isInvalidRequest(withCode('ECONNRESET'))).toBe(false);
+    expect(isInvalidRequest(bare())).toBe(false);
+    expect(isInvalidRequest('a string')).toBe(false);
+    expect(isInvalidRequest(markInvalid(Object.freeze(new Error('frozen'))))).toBe(false);
+  });
+
+  it('undici’s RequestRetryError (a retry layer below gave up) is fatal, not retried again', () => {
+    expect(classifyError(new undiciErrors.RequestRetryError('Request failed', 503, {}))).toBe(
+      'fatal',
+    );
   });
 });

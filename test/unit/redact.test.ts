@@ -9,6 +9,7 @@ import {
   redactText,
   redactUrl,
   scrubError,
+  withoutSecrets,
 } from '../../src/internal/redact.js';
 
 describe('redactUrl: userinfo', () => {
@@ -67,6 +68,10 @@ describe('redactUrl: query parameters', () => {
     'sessionid',
     'session_id',
     'private_key',
+    'code',
+    'CODE',
+    'client_assertion',
+    'X-Goog-Credential',
   ])('%s is redacted, its neighbours untouched', (name) => {
     expect(isSecretParam(name)).toBe(true);
     expect(redactUrl(`https://h.example/p?page=2&${name}=SENTINEL-7f3a9c&sort=asc`)).toBe(
@@ -457,5 +462,58 @@ describe('scrubError keeps the shape of what it rewrites', () => {
     expect(Object.keys(error)).toEqual(['details']);
     expect(error.message).toBe('e ***');
     expect(error.stack?.startsWith('Error: e ***\n')).toBe(true);
+  });
+});
+
+describe('issue 10: OAuth code and presigned-URL signatures in free text', () => {
+  const presigned =
+    'https://bucket.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA-SENTINEL%2F20260101%2Fus-east-1&X-Amz-Signature=SENTINEL-sig-aws&X-Amz-Expires=60';
+  it.each([
+    ['a presigned S3 URL quoted in a message', `redirect to ${presigned} refused`],
+    [
+      'a GCS signed URL',
+      'GET https://storage.googleapis.com/b/o?X-Goog-Signature=SENTINEL-goog&X-Goog-Date=20260101',
+    ],
+    ['an Azure SAS', 'failed: https://a.blob.core.windows.net/c/b?sv=2024&sig=SENTINEL-sas%3D'],
+    ['an OAuth callback', "location: 'https://app.example/cb?code=SENTINEL-oauth&state=xyz'"],
+    ['a bare signature', 'POST /hook?signature=SENTINEL-hmac: 401'],
+  ])('%s: the values go, the names and the other parameters stay', (_name, text) => {
+    const out = redactText(text, []);
+    expect(out).not.toContain('SENTINEL');
+    expect(out).toMatch(/(?:Signature|Credential|sig|code|signature)=\*\*\*/);
+    expect(redactText(out, [])).toBe(out); // idempotent
+  });
+
+  it('keeps non-secret parameters byte for byte, and codes that are not OAuth codes', () => {
+    const text = 'GET https://h.example/p?X-Amz-Expires=60&zipcode=75001&errorCode=E42&state=xyz';
+    expect(redactText(text, [])).toBe(text);
+    expect(redactUrl('https://h.example/?zipcode=75001&code=abc')).toBe(
+      'https://h.example/?zipcode=75001&code=***',
+    );
+  });
+
+  it('scrubError applies it to messages the transport built about another URL', () => {
+    const error = new Error(`too many redirects, last ${presigned}`);
+    scrubError(error, []);
+    expect(error.message).not.toContain('SENTINEL');
+    expect(error.stack).not.toContain('SENTINEL');
+  });
+});
+
+describe('withoutSecrets: a URL as a replay stores it', () => {
+  it.each([
+    [
+      'https://h.example/v1?page=2&api_key=K1&access_token=T1',
+      'https://h.example/v1?page=2',
+      ['api_key', 'access_token'],
+      false,
+    ],
+    ['https://u:p@h.example/v1?x=1', 'https://h.example/v1?x=1', [], true],
+    ['https://h.example/v1?token=a&token=b', 'https://h.example/v1', ['token'], false],
+    ['https://h.example/v1?api%5Fkey=K1#frag', 'https://h.example/v1', ['api_key'], false],
+    ['https://h.example/v1?q=1&flag', 'https://h.example/v1?q=1&flag', [], false],
+    ['https://h.example/v1', 'https://h.example/v1', [], false],
+  ])('%s → %s', (url, clean, params, userinfo) => {
+    expect(withoutSecrets(url)).toEqual({ url: clean, params, userinfo });
   });
 });

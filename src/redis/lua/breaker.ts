@@ -6,11 +6,11 @@
 const COMMON = `
 local cfg = args.cfg
 local KEEP = jmax(cfg.window, cfg.maxBreakDuration)
-local STATE_KEYS = { 'state', 'gen', 'buckets', 'streak', 'breakMs', 'openUntil', 'probes', 'lastProbe' }
+local STATE_KEYS = { 'state', 'gen', 'buckets', 'streak', 'breakMs', 'openUntil', 'probes', 'lastProbe', 'waitUntil' }
 
 local function closedState(gen, lastProbe)
   return { state = 'closed', gen = gen, buckets = {}, streak = 0, breakMs = 0,
-    openUntil = 0, probes = {}, lastProbe = lastProbe }
+    openUntil = 0, probes = {}, lastProbe = lastProbe, waitUntil = 0 }
 end
 
 -- Anything unrecognisable counts as a fresh closed circuit.
@@ -18,6 +18,8 @@ local function readState(j)
   if type(j) == 'table' and (j.state == 'closed' or j.state == 'open' or j.state == 'half-open')
     and type(j.buckets) == 'table' and type(j.probes) == 'table' and isnum(j.gen)
     and isnum(j.streak) and isnum(j.breakMs) and isnum(j.openUntil) and isnum(j.lastProbe) then
+    -- States written before waitUntil existed: nobody waits.
+    if not isnum(j.waitUntil) then j.waitUntil = 0 end
     return j
   end
   return closedState(0, 0)
@@ -64,10 +66,19 @@ local function admit()
     if json ~= nil then state = RAW end
     return state, cfg.window, obj(ADMIT_OK, { ok = true, gen = s.gen, probe = NULL, change = NULL })
   end
+  local waitMs = 0
+  if isnum(args.waitMs) then waitMs = args.waitMs end
+  local peek = args.peek == true
+  if waitMs > 0 then
+    s = copy(s)
+    s.waitUntil = jmax(s.waitUntil, now + waitMs)
+    if s.state == 'open' then s.openUntil = jmin(s.openUntil, now + cfg.probeInterval) end
+  end
   if s.state == 'open' then
     if now < s.openUntil then
       return update(s, obj(ADMIT_NO, { ok = false, retryAfter = s.openUntil - now }))
     end
+    if peek then return update(s, obj(ADMIT_NO, { ok = false, retryAfter = 0 })) end
     local half = copy(s)
     half.state = 'half-open'
     half.openUntil = 0
@@ -80,7 +91,10 @@ local function admit()
   end
   local pruned = copy(s)
   pruned.probes = live
-  if #live < cfg.halfOpenProbes then return admitProbe(pruned, NULL) end
+  if #live < cfg.halfOpenProbes then
+    if peek then return update(pruned, obj(ADMIT_NO, { ok = false, retryAfter = 0 })) end
+    return admitProbe(pruned, NULL)
+  end
   local freeAt = INF
   for _, p in ipairs(live) do freeAt = jmin(freeAt, p[2]) end
   return update(pruned, obj(ADMIT_NO, { ok = false, retryAfter = jmax(1, freeAt - now) }))
@@ -121,7 +135,12 @@ local function recordProbe(s)
     return update(nxt, obj(RESULT, { change = NULL }))
   end
   if args.outcome == 'failure' then
-    local breakMs = jmin(cfg.maxBreakDuration, jmax(cfg.breakDuration, s.breakMs * 2))
+    local breakMs
+    if s.waitUntil > now then
+      breakMs = jmin(cfg.probeInterval, cfg.maxBreakDuration)
+    else
+      breakMs = jmin(cfg.maxBreakDuration, jmax(cfg.breakDuration, s.breakMs * 2))
+    end
     return update(open(s, breakMs), obj(RESULT, { change = change('half-open', 'open') }))
   end
   local closed = closedState(jmax(now, s.gen + 1), s.lastProbe)
@@ -170,7 +189,9 @@ local function record()
       failures = failures + b[2]
       total = total + b[2] + b[3]
     end
-    trip = total >= cfg.minimumVolume and failures >= cfg.failureRatio * total
+    local newest = bucket[2] + bucket[3]
+    trip = (total >= cfg.minimumVolume and failures >= cfg.failureRatio * total)
+      or (newest >= cfg.minimumVolume and bucket[2] >= cfg.failureRatio * newest)
   end
   if trip then
     return update(open(s, cfg.breakDuration), obj(RESULT, { change = change('closed', 'open') }))

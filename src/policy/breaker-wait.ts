@@ -1,0 +1,222 @@
+/**
+ * Where requests wait on an open circuit (issue 9: an open circuit is a
+ * not-sent outcome, not a verdict on the request). One room per key and
+ * process: the room, not each waiter, asks the store how the circuit stands,
+ * once per poll, so a thousand waiters cost one store call per poll.
+ *
+ * - a probe may go: the head of the queue goes, to become the probe;
+ * - open, or the probes out: wait, at most until the break ends or a poll;
+ * - closed: the waiters go, paced at the rate this process sent to the key
+ *   before the circuit opened (each then passes the rate limiter too), so
+ *   the backlog comes back beside the new traffic, not as one burst on top.
+ *
+ * A verdict seen by this process (its own probe's outcome) wakes the room at
+ * once; other processes' verdicts are seen at the next poll.
+ */
+import { type Clock, noop, startTimer } from '../internal/clock.js';
+import { linkSignal } from '../internal/signals.js';
+import { isPromiseLike } from './store-call.js';
+
+/** What a peek at the circuit answers: `ok` = closed; `retryAfter: 0` = a probe may go. */
+export interface BreakerPeek {
+  ok: boolean;
+  retryAfter: number;
+}
+
+/** Looks at the circuit of `key`, counting its waiters as waiting for `waitMs`. */
+export type Peek = (key: string, waitMs: number) => BreakerPeek | Promise<BreakerPeek>;
+
+interface Waiter {
+  done: boolean;
+  settle(go: boolean): void;
+}
+
+interface Room {
+  queue: Waiter[];
+  running: boolean;
+  /** Waiters released per second once the circuit closes. */
+  rate: number;
+  /** The circuit was closed at the last look: waiters are being released. */
+  closed: boolean;
+  /** Ends the room's current sleep early. */
+  wake: () => void;
+}
+
+/** Admissions of one key in this process: `[second, count in it, count in the second before]`. */
+type Meter = [number, number, number];
+
+/** The slowest release of a backlog, per second, whatever was measured. */
+const MIN_RELEASE_RATE = 1;
+const SWEEP_AT = 1024;
+
+export class BreakerWaitingRoom {
+  readonly #clock: Clock;
+  readonly #poll: number;
+  readonly #peek: Peek;
+  readonly #rooms = new Map<string, Room>();
+  readonly #meters = new Map<string, Meter>();
+
+  constructor(clock: Clock, probeInterval: number, peek: Peek) {
+    this.#clock = clock;
+    // Often enough to see another process's verdict soon after it lands.
+    this.#poll = Math.max(20, Math.min(250, probeInterval / 4));
+    this.#peek = peek;
+  }
+
+  /** How long a waiter counts as waiting in the store: renewed by every poll before it lapses. */
+  get lease(): number {
+    return 2 * this.#poll + 1;
+  }
+
+  /** Counts an admission of `key` (the closed circuit's hot path: one map lookup). */
+  admitted(key: string, now: number): void {
+    const second = Math.floor(now / 1000);
+    const m = this.#meters.get(key);
+    if (m === undefined) {
+      if (this.#meters.size >= SWEEP_AT) this.#sweep(second);
+      this.#meters.set(key, [second, 1, 0]);
+    } else if (m[0] === second) m[1]++;
+    else {
+      m[2] = m[0] === second - 1 ? m[1] : 0;
+      m[0] = second;
+      m[1] = 1;
+    }
+  }
+
+  /** This process's recent admissions of `key` per second: the last full second, or the current one if busier. */
+  #rate(key: string, now: number): number {
+    const m = this.#meters.get(key);
+    if (m === undefined) return 0;
+    const second = Math.floor(now / 1000);
+    if (m[0] === second) {
+      const elapsed = Math.max(0.1, (now - second * 1000) / 1000);
+      return Math.max(m[2], m[1] / elapsed);
+    }
+    return m[0] === second - 1 ? m[1] : 0;
+  }
+
+  #sweep(second: number): void {
+    for (const [key, m] of this.#meters) {
+      if (m[0] < second - 60 && !this.#rooms.has(key)) this.#meters.delete(key);
+    }
+  }
+
+  wait(key: string, maxWait: number, signal?: AbortSignal): Promise<boolean> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise<boolean>((resolve, reject) => {
+      let unlink = noop;
+      let cancelTimer = noop;
+      const waiter: Waiter = {
+        done: false,
+        settle: (go) => {
+          if (waiter.done) return;
+          waiter.done = true;
+          cancelTimer();
+          unlink();
+          resolve(go);
+        },
+      };
+      if (signal !== undefined) {
+        unlink = linkSignal(signal, (reason) => {
+          if (waiter.done) return;
+          waiter.done = true;
+          cancelTimer();
+          reject(reason);
+        });
+      }
+      let room = this.#rooms.get(key);
+      if (room === undefined) {
+        // The rate of the traffic before the circuit opened: the pace of the release.
+        const rate = Math.max(MIN_RELEASE_RATE, this.#rate(key, this.#clock.now()));
+        room = { queue: [], running: false, rate, closed: false, wake: noop };
+        this.#rooms.set(key, room);
+      }
+      const joined = room;
+      // Out of time: refused while the circuit refuses; while the backlog is released, it goes
+      // (its own deadline then ends it, not a circuit that is closed).
+      cancelTimer = startTimer(this.#clock, Math.max(0, maxWait), () =>
+        waiter.settle(joined.closed),
+      );
+      room.queue.push(waiter);
+      if (!room.running) void this.#run(key, room);
+    });
+  }
+
+  /** A verdict was seen for `key`: look again now. */
+  wake(key: string): void {
+    this.#rooms.get(key)?.wake();
+  }
+
+  async #run(key: string, room: Room): Promise<void> {
+    room.running = true;
+    const clock = this.#clock;
+    let lastPeek = Number.NEGATIVE_INFINITY;
+    /** While closed: waiters due for release (fractional), as of `tokensAt`. */
+    let tokens = 0;
+    let tokensAt = 0;
+    try {
+      for (;;) {
+        room.queue = room.queue.filter((w) => !w.done);
+        if (room.queue.length === 0) break;
+        if (!room.closed || clock.now() - lastPeek >= this.#poll) {
+          lastPeek = clock.now();
+          const peek = await this.#look(key);
+          if (!peek.ok) {
+            room.closed = false;
+            if (peek.retryAfter <= 0) room.queue.find((w) => !w.done)?.settle(true);
+            await this.#sleep(
+              room,
+              peek.retryAfter > 0 ? Math.min(peek.retryAfter, this.#poll) : this.#poll,
+            );
+            continue;
+          }
+          if (!room.closed) {
+            room.closed = true;
+            tokens = 1;
+            tokensAt = clock.now();
+          }
+        }
+        const now = clock.now();
+        tokens += ((now - tokensAt) * room.rate) / 1000;
+        tokensAt = now;
+        for (const w of room.queue) {
+          if (tokens < 1) break;
+          if (w.done) continue;
+          w.settle(true);
+          tokens -= 1;
+        }
+        // A tick no shorter than 10 ms: at high rates several waiters go per tick.
+        await this.#sleep(room, Math.max(10, ((1 - tokens) * 1000) / room.rate));
+      }
+    } finally {
+      room.running = false;
+      room.wake = noop;
+      if (room.queue.length === 0) this.#rooms.delete(key);
+      else void this.#run(key, room);
+    }
+  }
+
+  async #look(key: string): Promise<BreakerPeek> {
+    try {
+      const answer = this.#peek(key, this.lease);
+      return isPromiseLike(answer) ? await answer : answer;
+    } catch {
+      // The store failed: let the waiters try; the admission decides.
+      return { ok: true, retryAfter: 0 };
+    }
+  }
+
+  #sleep(room: Room, ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const cancel = startTimer(this.#clock, ms, () => {
+        room.wake = noop;
+        resolve();
+      });
+      room.wake = () => {
+        room.wake = noop;
+        cancel();
+        resolve();
+      };
+    });
+  }
+}

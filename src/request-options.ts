@@ -1,0 +1,86 @@
+/**
+ * Per-request options and the replayable rule, shared by every adapter
+ * (createFetch, the undici interceptor): one reading of `staunch: { retry,
+ * timeout, idempotencyKey }`, one rule for when a request may be sent again.
+ */
+import { checkObject, describe } from './internal/validate.js';
+import {
+  type ResolvedIdempotencyOptions,
+  type ResolvedRetryOptions,
+  type ResolvedTimeoutOptions,
+  type RetryOptions,
+  resolveRetryOptions,
+  resolveTimeoutOptions,
+  type TimeoutOptions,
+} from './options.js';
+
+/** staunch's per-request overrides (`init.staunch` on a fetch, `staunch` on a dispatch). */
+export interface StaunchRequestOptions {
+  /** Overrides the client's retry options for this request. @default the client's */
+  retry?: RetryOptions | number | boolean | undefined;
+  /** Overrides the client's deadlines for this request. @default the client's */
+  timeout?: TimeoutOptions | number | false | undefined;
+  /** Sent in the idempotency header; makes any method replayable. @default none */
+  idempotencyKey?: string | undefined;
+}
+
+const REQUEST_KEYS: readonly string[] = ['retry', 'timeout', 'idempotencyKey'];
+
+/** What one request runs with: the client's options, overridden where the request says. */
+export interface RequestSettings {
+  retry: ResolvedRetryOptions;
+  timeout: ResolvedTimeoutOptions;
+  /** The idempotency key the caller gave, if any. */
+  key: string | undefined;
+}
+
+/**
+ * Reads `staunch` (named `path` in errors) over the client's options; a
+ * top-level `shorthand` key (`init.idempotencyKey`) counts when the field has none.
+ * @throws TypeError/RangeError naming the option and the value.
+ */
+export function readRequestOptions(
+  client: { readonly retry: ResolvedRetryOptions; readonly timeout: ResolvedTimeoutOptions },
+  staunch: unknown,
+  path: string,
+  shorthand?: { readonly value: unknown; readonly path: string },
+): RequestSettings {
+  let retry = client.retry;
+  let timeout = client.timeout;
+  let keyPath = shorthand?.path ?? `${path}.idempotencyKey`;
+  let k: unknown = shorthand?.value;
+  if (staunch !== undefined) {
+    const o = checkObject(path, staunch, REQUEST_KEYS) as StaunchRequestOptions;
+    if (o.retry !== undefined) retry = resolveRetryOptions(o.retry, client.retry, `${path}.retry`);
+    if (o.timeout !== undefined) {
+      timeout = resolveTimeoutOptions(o.timeout, client.timeout, `${path}.timeout`);
+    }
+    if (o.idempotencyKey !== undefined) {
+      keyPath = `${path}.idempotencyKey`;
+      k = o.idempotencyKey;
+    }
+  }
+  if (k !== undefined && (typeof k !== 'string' || k === '')) {
+    throw new TypeError(`${keyPath} must be a non-empty string, got ${describe(k)}`);
+  }
+  return { retry, timeout, key: k as string | undefined };
+}
+
+/**
+ * The key a request is sent with (the caller's; with `idempotency.auto`, a
+ * fresh one for a method outside `retry.methods` that carries no key header),
+ * and whether it is replayable: an idempotent method (RFC 9110 §9.2.2, as
+ * `retry.methods` lists them) or a request with an idempotency key.
+ */
+export function idempotencyOf(
+  method: string,
+  settings: RequestSettings,
+  idempotency: ResolvedIdempotencyOptions,
+  hasKeyHeader: boolean,
+  freshKey: () => string,
+): { key: string | undefined; replayable: boolean } {
+  const idempotent = settings.retry.methods.has(method);
+  let key = settings.key;
+  if (key === undefined && idempotency.auto && !idempotent && !hasKeyHeader) key = freshKey();
+  return { key, replayable: idempotent || key !== undefined || hasKeyHeader };
+}

@@ -1,0 +1,44 @@
+/**
+ * What the executor runs: one logical request, and the adapter's way of
+ * sending one attempt of it. Types only; the adapters (fetch, undici) build
+ * them, the executor and the policies read them.
+ */
+import type { ResolvedRetryOptions, ResolvedTimeoutOptions } from './options.js';
+import type { ReplayRequest } from './replay.js';
+import type { HeaderSource } from './retry/server-delay.js';
+
+/** How an adapter sends one attempt and reads its response. */
+export interface Exchange<R> {
+  /** Sends one attempt; must honour `signal`. */
+  send(signal: AbortSignal, attempt: number): Promise<R>;
+  status(response: R): number;
+  headers(response: R): HeaderSource;
+  /**
+   * Releases a response that will not be handed back: drain a bounded amount
+   * so the connection can be reused, or cancel. Must stop once `stop` settles.
+   */
+  discard(response: R, stop: Promise<unknown>): Promise<void>;
+  /**
+   * False once the request can no longer be sent again (a stream body was
+   * read). `unsent`: the failed attempt provably never reached the server.
+   */
+  resendable(unsent: boolean): boolean;
+  /** Called with a response handed back to the caller, with a function that unlinks the caller's signal. */
+  handOver?(response: R, unlink: () => void): void;
+}
+
+/** One logical request, as the executor sees it. */
+export interface LogicalRequest {
+  /** Upper case. */
+  method: string;
+  url: string;
+  /** Idempotent method or idempotency key: safe to send again after a maybe-sent failure. */
+  replayable: boolean;
+  signal: AbortSignal | undefined;
+  retry: ResolvedRetryOptions;
+  timeout: ResolvedTimeoutOptions;
+  /** The request's secret values, computed only when an error needs scrubbing. */
+  secrets(): readonly string[];
+  /** How to send it again later, for `giveUp` events (replayable requests only). */
+  replay?: (() => ReplayRequest | undefined) | undefined;
+}

@@ -1,0 +1,162 @@
+/**
+ * Issue 10, item 1: a request the runtime refuses before sending anything is
+ * the caller's mistake. Thrown at once as the runtime's own TypeError, never
+ * retried, never a breaker failure, never charged to the budget, and it never
+ * blacks out a healthy upstream.
+ */
+import { afterEach, describe, expect, test } from 'vitest';
+import { createFetch, type StaunchFetch, type StaunchListeners } from '../../src/index.js';
+import { createFetch as createUndiciFetch } from '../../src/undici/index.js';
+import { httpServer, type TestServer } from '../helpers/server.js';
+
+const SECRET = 'SENTINEL-mistake-5d1e';
+
+let server: TestServer;
+const cleanup: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0)) await fn();
+  await server?.close();
+});
+
+async function healthy(): Promise<TestServer> {
+  server = await httpServer((_req, res) => res.end('ok'));
+  return server;
+}
+
+/** Each mistake as `[name, url, init]`, against the healthy server's port where there is one. */
+function mistakes(port: number): [string, string, RequestInit][] {
+  const origin = `http://127.0.0.1:${port}`;
+  return [
+    ['GET with a body', `${origin}/`, { method: 'GET', body: 'x' }],
+    ['HEAD with a body', `${origin}/`, { method: 'HEAD', body: 'x' }],
+    ['invalid header value', `${origin}/`, { headers: { 'x-trace': 'a\nb' } }],
+    [
+      'invalid header value (NUL in a key)',
+      `${origin}/`,
+      { headers: { 'x-api-key': `${SECRET}\0` } },
+    ],
+    ['invalid header name', `${origin}/`, { headers: { 'x trace': 'b' } }],
+    ['credentials in the URL', `http://user:${SECRET}@127.0.0.1:${port}/`, {}],
+    ['unknown scheme', `htp://127.0.0.1:${port}/`, {}],
+    ['blocked port 1', 'http://127.0.0.1:1/', {}],
+    ['blocked port 9', 'http://127.0.0.1:9/', {}],
+    ['invalid URL', 'http://exa mple.com/', {}],
+    ['invalid method', `${origin}/`, { method: 'BAD METHOD' }],
+  ];
+}
+
+interface Recorder {
+  events: { kind: string; event: unknown }[];
+  on: Partial<StaunchListeners>;
+}
+
+function recorder(): Recorder {
+  const events: Recorder['events'] = [];
+  const on: Partial<StaunchListeners> = {};
+  for (const kind of ['attempt', 'retry', 'giveUp', 'breakerStateChange'] as const) {
+    on[kind] = (event: unknown) => events.push({ kind, event });
+  }
+  return { events, on };
+}
+
+/** Counts the transport's calls: a retry would call it again. */
+function counting(transport: typeof fetch) {
+  const state = { calls: 0 };
+  const wrapped = (input: string, init: RequestInit) => {
+    state.calls++;
+    return transport(input, init);
+  };
+  return { state, fetch: wrapped };
+}
+
+async function checkAdapter(
+  make: (on: Partial<StaunchListeners>) => {
+    fetch: StaunchFetch;
+    calls: () => number;
+  },
+) {
+  const s = await healthy();
+  const r = recorder();
+  const { fetch, calls } = make(r.on);
+  const cases = mistakes(s.port);
+  let n = 0;
+  while (n < 25) {
+    for (const [name, url, init] of cases) {
+      if (n >= 25) break;
+      n++;
+      const before = calls();
+      const err = await fetch(url, init).then(
+        () => new Error(`${name}: resolved`),
+        (e: unknown) => e,
+      );
+      // The runtime's own TypeError, as fetch throws it; attempted once.
+      expect(err, name).toBeInstanceOf(TypeError);
+      expect(calls() - before, name).toBe(1);
+      const text = `${(err as Error).message} ${(err as Error).stack} ${String((err as Error).cause)}`;
+      expect(text, name).not.toMatch(/may have been sent/);
+      expect(text, name).not.toContain(SECRET);
+    }
+  }
+  // Nothing reached the server, nothing was retried or given up, the breaker never moved.
+  expect(s.received).toHaveLength(0);
+  expect(r.events.filter((e) => e.kind !== 'attempt')).toEqual([]);
+  // A valid GET to the same origin still reaches it.
+  const res = await fetch(`${s.url}/valid`);
+  expect(res.status).toBe(200);
+  expect(await res.text()).toBe('ok');
+  expect(s.received.map((x) => x.path)).toEqual(['/valid']);
+}
+
+describe('the caller’s own mistakes', () => {
+  test('createFetch over Node’s fetch: 25 mistakes, then a valid GET reaches the server', async () => {
+    await checkAdapter((on) => {
+      const t = counting(fetch);
+      return {
+        fetch: createFetch({ fetch: t.fetch, on, random: () => 0 }),
+        calls: () => t.state.calls,
+      };
+    });
+  });
+
+  test('createFetch from staunch/undici: the same', async () => {
+    await checkAdapter((on) => {
+      let calls = 0;
+      const f = createUndiciFetch({
+        on: {
+          ...on,
+          attemptStart: () => {
+            calls++;
+          },
+        },
+        random: () => 0,
+      });
+      cleanup.push(() => f.dispatcher.close());
+      return { fetch: f, calls: () => calls };
+    });
+  });
+
+  test('a consecutive-failures breaker does not open on them either', async () => {
+    const s = await healthy();
+    const fetch = createFetch({
+      breaker: { consecutiveFailures: 1 },
+      retry: false,
+    });
+    for (let i = 0; i < 5; i++) {
+      await expect(fetch(`${s.url}/`, { method: 'GET', body: 'x' })).rejects.toThrow(TypeError);
+    }
+    expect((await fetch(`${s.url}/ok`)).status).toBe(200);
+  });
+
+  test('a real network error on a valid request is still a NetworkError, retried', async () => {
+    const s = await httpServer((req, res) => {
+      if (req.url === '/reset') req.socket.destroy();
+      else res.end('ok');
+    });
+    cleanup.push(() => s.close());
+    const t = counting(fetch);
+    const f = createFetch({ fetch: t.fetch, random: () => 0 });
+    const err = await f(`${s.url}/reset`).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'STAUNCH_NETWORK', maybeSent: true });
+    expect(t.state.calls).toBe(3);
+  });
+});

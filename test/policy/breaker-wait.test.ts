@@ -1,0 +1,272 @@
+/**
+ * Issue 9, item 1: an open circuit is a not-sent outcome. A request that may
+ * still be retried, and whose deadline outlasts the next probe, waits for the
+ * probe's verdict (no attempt counted, no budget charged) and goes once the
+ * circuit closes; the others fail fast. Real servers, virtual time.
+ */
+import { afterEach, describe, expect, test } from 'vitest';
+import {
+  CircuitOpenError,
+  type GiveUpEvent,
+  type RequestEndEvent,
+  type RetryEvent,
+  type WaitEvent,
+} from '../../src/index.js';
+import { until } from '../helpers/clock.js';
+import { client } from '../helpers/harness.js';
+import { httpServer, type TestServer } from '../helpers/server.js';
+
+const cleanup: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0)) await fn();
+});
+
+/** A server answering 503 while `down()` says so, 200 otherwise; `at` logs the client clock of each arrival. */
+async function upstream(down: () => boolean, at: number[], now: () => number): Promise<TestServer> {
+  const server = await httpServer((_req, res) => {
+    at.push(now());
+    res.statusCode = down() ? 503 : 200;
+    res.end();
+  });
+  cleanup.push(() => server.close());
+  return server;
+}
+
+function setup(options: Parameters<typeof client>[0] = {}) {
+  const events = {
+    wait: [] as WaitEvent[],
+    giveUp: [] as GiveUpEvent[],
+    end: [] as RequestEndEvent[],
+    retry: [] as RetryEvent[],
+  };
+  const c = client({
+    ...options,
+    on: {
+      wait: (e) => events.wait.push(e),
+      giveUp: (e) => events.giveUp.push(e),
+      end: (e) => events.end.push(e),
+      retry: (e) => events.retry.push(e),
+    },
+  });
+  cleanup.push(c.stop);
+  return { ...c, events };
+}
+
+const status = (p: Promise<Response>) =>
+  p.then(
+    (r) => String(r.status),
+    (e: unknown) => (e as { code?: string }).code ?? String(e),
+  );
+
+describe('requests wait out an open circuit that their deadline covers', () => {
+  test('a 15 s outage under 60 s deadlines: every request succeeds, probes go once a second', async () => {
+    const arrivals: number[] = [];
+    const box: { clock?: { now(): number } } = {};
+    let recoverAt = Number.POSITIVE_INFINITY;
+    const server = await upstream(
+      () => box.clock!.now() < recoverAt,
+      arrivals,
+      () => box.clock!.now(),
+    );
+    const { fetch, clock, events } = setup({
+      retry: 6,
+      timeout: { total: 60_000 },
+      breaker: { consecutiveFailures: 5 },
+    });
+    box.clock = clock;
+    const start = clock.now();
+    recoverAt = start + 15_000;
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => status(fetch(`${server.url}/${i}`))),
+    );
+    expect(results).toEqual(Array(40).fill('200'));
+    // While down: the first attempts before the trip, then about one probe a second.
+    const whileDown = arrivals.filter((t) => t < recoverAt).length;
+    expect(whileDown).toBeLessThanOrEqual(40 + 16);
+    // Recovery seen within a probe interval (plus the poll) of the upstream's return.
+    const firstOk = arrivals.find((t) => t >= recoverAt)!;
+    expect(firstOk - recoverAt).toBeLessThanOrEqual(1_250);
+    // Waiting is not an attempt: no request used more than it is allowed.
+    expect(events.end.every((e) => e.attempts <= 6)).toBe(true);
+    expect(events.wait.some((e) => e.reason === 'circuit-open' && e.duration > 0)).toBe(true);
+    expect(events.giveUp).toEqual([]);
+  });
+
+  test('the retry event says the real time from the failure to the next attempt, waits included', async () => {
+    const arrivals: number[] = [];
+    const box: { clock?: { now(): number } } = {};
+    let recoverAt = Number.POSITIVE_INFINITY;
+    const server = await upstream(
+      () => box.clock!.now() < recoverAt,
+      arrivals,
+      () => box.clock!.now(),
+    );
+    const { fetch, clock, events } = setup({
+      retry: 3,
+      timeout: { total: 60_000 },
+      breaker: { consecutiveFailures: 1 },
+    });
+    box.clock = clock;
+    recoverAt = clock.now() + 2_000;
+    // Attempt 1 trips the circuit; attempt 2 is the probe at ~1 s (still down), 3 the one after.
+    expect(await status(fetch(server.url))).toBe('200');
+    expect(arrivals).toHaveLength(3);
+    expect(events.retry.map((e) => e.attempt)).toEqual([1, 2]);
+    // Attempts take no virtual time here: the gaps are the whole waits, backoff and circuit.
+    expect(events.retry.map((e) => e.delay)).toEqual([
+      arrivals[1]! - arrivals[0]!,
+      arrivals[2]! - arrivals[1]!,
+    ]);
+    expect(events.retry[0]!.delay).toBeGreaterThanOrEqual(1_000);
+    const waited = events.wait.reduce((sum, e) => sum + e.duration, 0);
+    expect(waited).toBe(arrivals[2]! - arrivals[0]!);
+    expect(new Set(events.wait.map((e) => e.reason))).toEqual(new Set(['backoff', 'circuit-open']));
+  });
+
+  test('released waiters pass the rate limiter: the backlog does not return as one burst', async () => {
+    const arrivals: number[] = [];
+    const box: { clock?: { now(): number } } = {};
+    let recoverAt = Number.POSITIVE_INFINITY;
+    const server = await upstream(
+      () => box.clock!.now() < recoverAt,
+      arrivals,
+      () => box.clock!.now(),
+    );
+    const { fetch, clock } = setup({
+      retry: 3,
+      timeout: { total: 60_000 },
+      breaker: { consecutiveFailures: 1 },
+      budget: false,
+      rateLimit: { rps: 20, burst: 1 },
+    });
+    box.clock = clock;
+    recoverAt = clock.now() + 5_000;
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => status(fetch(`${server.url}/${i}`))),
+    );
+    expect(results).toEqual(Array(20).fill('200'));
+    const after = arrivals.filter((t) => t >= recoverAt);
+    const gaps = after.slice(1).map((t, i) => t - after[i]!);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(49);
+  });
+
+  test('a long break shrinks to the probe interval once a request waits', async () => {
+    const arrivals: number[] = [];
+    const box: { clock?: { now(): number } } = {};
+    let recoverAt = Number.POSITIVE_INFINITY;
+    const server = await upstream(
+      () => box.clock!.now() < recoverAt,
+      arrivals,
+      () => box.clock!.now(),
+    );
+    const { fetch, clock } = setup({
+      retry: 6,
+      timeout: { total: 30_000 },
+      breaker: { consecutiveFailures: 1, breakDuration: 60_000 },
+    });
+    box.clock = clock;
+    recoverAt = clock.now() + 3_000;
+    // The first attempt trips a 60 s break; the retry waits, probes about once a second,
+    // and sees the recovery soon after 3 s, not after 60.
+    expect(await status(fetch(server.url))).toBe('200');
+    expect(arrivals.at(-1)! - arrivals[0]!).toBeLessThan(5_000);
+    expect(arrivals.length).toBeLessThanOrEqual(5);
+  });
+});
+
+describe('what fails fast on an open circuit', () => {
+  /** A dead upstream; one failure trips the circuit for 5 s. */
+  async function dead(options: NonNullable<Parameters<typeof client>[0]>) {
+    const server = await upstream(
+      () => true,
+      [],
+      () => 0,
+    );
+    const c = setup({
+      ...options,
+      breaker: { consecutiveFailures: 1, ...(options.breaker as object | undefined) },
+    });
+    return { ...c, server };
+  }
+
+  test('retry: false', async () => {
+    const { fetch, server } = await dead({ retry: false });
+    expect(await status(fetch(server.url))).toBe('503');
+    const err = await fetch(server.url).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CircuitOpenError);
+    expect(server.received).toHaveLength(1);
+  });
+
+  test('breaker.failFast: true', async () => {
+    const { fetch, server, events } = await dead({ retry: 3, breaker: { failFast: true } });
+    const err = await fetch(server.url).catch((e: unknown) => e);
+    // The first attempt's 503 tripped it; its retry failed fast instead of waiting.
+    expect(err).toBeInstanceOf(CircuitOpenError);
+    expect(server.received).toHaveLength(1);
+    expect(events.wait.filter((e) => e.reason === 'circuit-open')).toEqual([]);
+    expect(events.giveUp.map((e) => e.reason)).toEqual(['circuit-open']);
+  });
+
+  test('a deadline that cannot reach the next probe', async () => {
+    const { fetch, server, events } = await dead({
+      retry: { attempts: 3, backoff: () => 10 },
+      timeout: { total: 500 },
+    });
+    const err = await fetch(server.url).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CircuitOpenError);
+    expect(server.received).toHaveLength(1);
+    expect(events.wait.filter((e) => e.reason === 'circuit-open')).toEqual([]);
+  });
+
+  test("the caller's abort ends the wait at once with the caller's reason", async () => {
+    const { fetch, server } = await dead({ retry: 3, timeout: { total: 60_000 } });
+    const controller = new AbortController();
+    const reason = new Error('caller gave up');
+    const pending = fetch(server.url, { signal: controller.signal }).catch((e: unknown) => e);
+    // The first attempt tripped the circuit, a probe failed: the retry is waiting.
+    await until(() => server.received.length >= 2);
+    controller.abort(reason);
+    expect(await pending).toBe(reason);
+  });
+});
+
+describe('the backlog comes back at the pace of the traffic before the outage', () => {
+  test('10 requests a second, a 3 s outage: after it, never much more than twice that pace', async () => {
+    const arrivals: number[] = [];
+    const box: { clock?: { now(): number } } = {};
+    let downFrom = Number.POSITIVE_INFINITY;
+    let upAt = Number.POSITIVE_INFINITY;
+    const server = await upstream(
+      () => box.clock!.now() >= downFrom && box.clock!.now() < upAt,
+      arrivals,
+      () => box.clock!.now(),
+    );
+    const { fetch, clock, events } = setup({
+      retry: 6,
+      timeout: { total: 60_000 },
+      breaker: { consecutiveFailures: 3 },
+      rateLimit: false,
+      budget: false,
+    });
+    box.clock = clock;
+    const start = clock.now();
+    downFrom = start + 3_000;
+    upAt = start + 6_000;
+    const all: Promise<string>[] = [];
+    for (let i = 0; i < 90; i++) {
+      all.push(status(fetch(`${server.url}/${i}`)));
+      await clock.sleep(100);
+    }
+    const results = await Promise.all(all);
+    expect(results).toEqual(Array(90).fill('200'));
+    expect(events.wait.some((e) => e.reason === 'circuit-open')).toBe(true);
+    // About 30 requests waited out the outage. Released all at once they would reach the
+    // server within a few ms; paced at the earlier 10/s beside the new 10/s, no second
+    // after the recovery holds more than twice the old pace (plus the probe and a margin).
+    const after = arrivals.filter((t) => t >= upAt);
+    for (const t of after) {
+      const inSecond = after.filter((u) => u >= t && u < t + 1_000).length;
+      expect(inSecond).toBeLessThanOrEqual(26);
+    }
+  });
+});
