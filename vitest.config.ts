@@ -12,6 +12,14 @@ const undiciMajor = process.env.STAUNCH_UNDICI ?? '7';
 if (undiciMajor !== '7' && undiciMajor !== '8') {
   throw new RangeError(`STAUNCH_UNDICI must be 7 or 8, got ${JSON.stringify(undiciMajor)}`);
 }
+const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+if (undiciMajor === '8' && (major < 22 || (major === 22 && minor < 19))) {
+  // undici 8's engines; on Node 20 it throws while loading, far from the cause.
+  throw new RangeError(
+    `STAUNCH_UNDICI=8 needs Node >= 22.19 (undici 8's engines), got ${process.versions.node}: ` +
+      'run it as `npx -y node@24 node_modules/vitest/vitest.mjs run …`',
+  );
+}
 
 export default defineConfig({
   resolve: {
