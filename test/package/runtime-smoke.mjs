@@ -20,7 +20,8 @@ const runtime =
       : `node ${process.versions.node}`;
 
 // A bound on the whole run: a hang fails instead of waiting for CI's limit.
-const guard = setTimeout(() => fail('timed out after 20 s'), 20_000);
+let phase = 'starting';
+const guard = setTimeout(() => fail(`timed out after 20 s while ${phase}`), 20_000);
 const failures = [];
 function check(what, actual, expected) {
   if (actual !== expected) failures.push(`${what}: expected ${expected}, got ${actual}`);
@@ -46,13 +47,15 @@ try {
     retry: { attempts: 3, backoff: constantBackoff(0) },
     on: { retry: (e) => retries.push(e.status) },
   });
+  phase = 'retrying a 503';
   const res = await fetch(`${base}/flaky`);
   check('status after a retried 503', res.status, 200);
   check('body', await res.text(), 'ok');
   check('requests the server got for /flaky', received['/flaky'], 2);
   check('retry events', retries.length, 1);
 
-  const error = await fetch(`${base}/silent`, { timeout: { total: 200 } }).then(
+  phase = 'waiting for the deadline on a silent upstream';
+  const error = await fetch(`${base}/silent`, { staunch: { timeout: { total: 200 } } }).then(
     () => undefined,
     (e) => e,
   );
