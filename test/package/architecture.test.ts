@@ -142,6 +142,17 @@ describe('imports', () => {
     ).toEqual([]);
   });
 
+  test('loading an entry loads no peer but its own (staunch/otel needs no undici, staunch/lab no ioredis)', () => {
+    for (const { name, file } of entries) {
+      const own = file.slice(0, file.indexOf('/') + 1);
+      const loaded = offending(closure(graph, file, true), (i) => {
+        const home = PEER_HOME[packageName(i.specifier)];
+        return bare(i) && home !== undefined && home !== own && !i.typeOnly && !i.dynamic;
+      });
+      expect(loaded, name).toEqual([]);
+    }
+  });
+
   test('every relative import names a file that exists', () => {
     expect(offending(graph.keys(), (i) => i.target !== undefined && !graph.has(i.target))).toEqual(
       [],

@@ -79,15 +79,21 @@ export function importsOf(srcDir: string, file: string): Import[] {
   return found;
 }
 
-/** Files reachable from `start` through relative imports (all kinds), `start` included. */
-export function closure(graph: Map<string, Import[]>, start: string): Set<string> {
+/**
+ * Files reachable from `start` through relative imports, `start` included:
+ * all kinds, or with `loaded` only those that load when `start` loads
+ * (static, not type-only).
+ */
+export function closure(graph: Map<string, Import[]>, start: string, loaded = false): Set<string> {
   const seen = new Set<string>();
   const stack = [start];
   while (stack.length > 0) {
     const file = stack.pop()!;
     if (seen.has(file)) continue;
     seen.add(file);
-    for (const i of graph.get(file) ?? []) if (i.target !== undefined) stack.push(i.target);
+    for (const i of graph.get(file) ?? []) {
+      if (i.target !== undefined && !(loaded && (i.typeOnly || i.dynamic))) stack.push(i.target);
+    }
   }
   return seen;
 }
