@@ -3,19 +3,17 @@
  * wait: a `wait` event per wait (reason, duration), and the `retry` event's
  * `delay` is the real time from the failure to the next attempt.
  */
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { RetryEvent, WaitEvent } from '../../src/index.js';
 import { client } from '../helpers/harness.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
+import { closeAfterEach } from '../helpers/teardown.js';
 
-const cleanup: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0)) await fn();
-});
+const cleanup = closeAfterEach();
 
 async function serve(handler: Parameters<typeof httpServer>[0]): Promise<TestServer> {
   const server = await httpServer(handler);
-  cleanup.push(() => server.close());
+  cleanup.add(server);
   return server;
 }
 
@@ -26,7 +24,7 @@ function setup(options: Parameters<typeof client>[0]) {
     ...options,
     on: { wait: (e) => waits.push(e), retry: (e) => retries.push(e) },
   });
-  cleanup.push(c.stop);
+  cleanup.defer(c.stop);
   return { ...c, waits, retries };
 }
 
