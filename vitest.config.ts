@@ -36,10 +36,36 @@ export default defineConfig({
         : [],
   },
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 20_000,
     hookTimeout: 20_000,
     pool: 'forks',
     execArgv: ['--expose-gc'],
+    /**
+     * Two groups, run one after the other. `suite`: every test file, in
+     * parallel. `alone` (files named *.alone.test.ts): the few that compare
+     * what happens in real time on real sockets (live against sim), run
+     * after the suite, one file at a time, so that the suite's own load does
+     * not decide their outcome. `npm test` runs both.
+     */
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'suite',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/**/*.alone.test.ts'],
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'alone',
+          include: ['test/**/*.alone.test.ts'],
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+        },
+      },
+    ],
   },
 });

@@ -1,37 +1,25 @@
 /**
  * Tests that need the built package: the `staunch` bin as a process, live
- * mode (its upstream is a child process running the built server module),
- * and the report opened in headless Chromium. The package is built once into
- * a temporary directory.
+ * mode, and the report opened in headless Chromium. (The live-against-sim
+ * agreement runs alone, after the suite: agreement.alone.test.ts.)
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type * as Lab from '../../src/lab/index.js';
+import { type BuiltLab, buildLab } from '../helpers/built-lab.js';
 import { chromiumOrSkip, headlessFlags } from '../helpers/chromium.js';
 
-const root = resolve(import.meta.dirname, '../..');
-const dir = mkdtempSync(join(tmpdir(), 'staunch-lab-built-'));
-const dist = join(dir, 'dist');
-const bin = join(dist, 'cli', 'index.js');
-let lab: typeof Lab;
+let built: BuiltLab;
+let dir: string;
+let bin: string;
 
 beforeAll(async () => {
-  // Emits even if another module of the tree does not typecheck yet; the lab's files must be there.
-  spawnSync(
-    process.execPath,
-    [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', dist],
-    { cwd: root, stdio: 'ignore' },
-  );
-  for (const f of ['cli/index.js', 'lab/index.js', 'lab/live-server.js', 'lab/sim-worker.js']) {
-    if (!existsSync(join(dist, f))) throw new Error(`build did not produce ${f}`);
-  }
-  lab = (await import(pathToFileURL(join(dist, 'lab/index.js')).href)) as typeof Lab;
+  built = await buildLab();
+  ({ dir, bin } = built);
 }, 120_000);
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => built?.remove());
 
 function run(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((done, fail) => {
@@ -74,55 +62,6 @@ describe('the staunch bin', () => {
     expect(r.err).not.toContain('\r');
     expect(r.err).toContain('staunch done (5/5');
   });
-});
-
-describe('sim and live agree on every strategy', () => {
-  /**
-   * The overload burst scaled to a few seconds of real time: 300 requests over 2 s peaking at
-   * 4.9 × a 100 req/s upstream (bucket of 10) that sends `Retry-After` in seconds, so that each
-   * pure loop and its `+ra` twin differ; 4 attempts, 5 s deadlines (a phase lasts ≤ 7 s).
-   * Tolerance (docs/lab.md, "Sim and live agree"): success within 0.12 absolute, attempts per
-   * request within 10 %. Measured on the 2-core machine at load averages of 9–14, seeds 5 and 9,
-   * four runs: success gaps ≤ 0.037 when the run had the machine to itself among the tests, one
-   * of 0.107 (fixed+ra) with the fleet test's processes running beside it; attempts within 4 %.
-   * The gap is the live event loops bunching arrivals (a `Retry-After: 1` herd returning
-   * together) against a 10-token bucket, which the simulator spreads exactly.
-   */
-  const options: Lab.LabOptions = {
-    scenario: 'overload',
-    retryAfter: 'seconds',
-    requests: 300,
-    span: 2_000,
-    capacity: 100,
-    deadline: 5_000,
-    attempts: 4,
-    seed: 5,
-  };
-
-  it('within the stated tolerance', async () => {
-    const lines: string[] = [];
-    const sim = lab.toJson(await lab.runLab(options, { workers: 1 }));
-    const live = lab.toJson(
-      await lab.runLab({ ...options, mode: 'live' }, { progress: (l) => lines.push(l) }),
-    );
-    expect(lines.some((l) => l.includes('live overload'))).toBe(true);
-    expect(live.mode).toBe('live');
-    expect(sim.strategies.map((s) => s.name)).toEqual([...lab.STRATEGIES]);
-    for (const [i, s] of sim.strategies.entries()) {
-      const l = live.strategies[i]!;
-      expect(l.name).toBe(s.name);
-      expect(Math.abs(l.success - s.success), s.name).toBeLessThanOrEqual(0.12);
-      expect(l.attemptsPerRequest / s.attemptsPerRequest, s.name).toBeGreaterThan(1 / 1.1);
-      expect(l.attemptsPerRequest / s.attemptsPerRequest, s.name).toBeLessThan(1.1);
-    }
-    for (const json of [sim, live]) {
-      const by = new Map(json.strategies.map((s) => [s.name, s]));
-      // The pure loop and its +ra twin are different strategies: the hint changes the attempts.
-      expect(by.get('full-jitter')!.success).toBeLessThan(by.get('full-jitter+ra')!.success - 0.1);
-      expect(by.get('staunch')!.success).toBeGreaterThanOrEqual(0.99);
-      expect(by.get('staunch')!.attemptsPerRequest).toBeLessThanOrEqual(1.05);
-    }
-  }, 150_000);
 });
 
 describe('the report in headless Chromium', () => {
