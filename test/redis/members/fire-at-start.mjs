@@ -1,7 +1,8 @@
 // Fleet member: creates its own ioredis client and, without waiting for it to
-// connect, sends `input.requests` GETs at once through createFetch with a
-// fixed rate limit shared through the Redis store. Reports how each ended and
-// what the store said.
+// connect (unless `input.connectFirst`: the baseline of bench/redis-fleet.mjs),
+// sends `input.requests` GETs at once through createFetch with a fixed rate
+// limit shared through the Redis store. Reports how each ended and what the
+// store said.
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
@@ -14,6 +15,7 @@ export default async function fireAtStart({ input, index }) {
   ]);
   const client = new Redis(input.redis);
   client.on('error', () => {});
+  if (input.connectFirst) await new Promise((resolve) => client.once('ready', resolve));
   const store = redisStore({ client, prefix: input.prefix, ...input.storeOptions });
   const statuses = [];
   store.onStatus((s) => statuses.push(s.error ?? s.status));
