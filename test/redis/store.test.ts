@@ -65,6 +65,9 @@ describe('redisStore options', () => {
     );
     expect(() => redisStore({ client: c, timeout: Number.NaN })).toThrow(TypeError);
     expect(() => redisStore({ client: c, probeInterval: -1 })).toThrow(RangeError);
+    expect(() => redisStore({ client: c, startupTimeout: -5 })).toThrow(
+      /redisStore\.startupTimeout must be a number > 0, got -5/,
+    );
     expect(() => redisStore({ client: c, retries: 3 } as never)).toThrow(
       /retries is not an option/,
     );
