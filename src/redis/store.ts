@@ -11,6 +11,7 @@ import { redactError } from './redact.js';
 import { type LuaScript, SCRIPTS } from './scripts.js';
 import {
   DEGRADE_AFTER,
+  StoreReleasedError,
   StoreStartupError,
   StoreTimeoutError,
   StrikeCounter,
@@ -42,9 +43,10 @@ export interface RedisStoreOptions {
    */
   prefix?: string | undefined;
   /**
-   * Longest wait for one decision before it is made on local state. A key
-   * whose decisions time out 3 times in a row (within 10 s) goes to local
-   * state until Redis answers a probe; one slow reply does not.
+   * A reply slower than this is a strike against its key (the reply is still
+   * awaited, up to 3 × `timeout`). A key goes to local state on its 3rd
+   * strike in a row (within 10 s), or when one of its decisions waited
+   * 3 × `timeout`, until Redis answers a probe; one slow reply does not.
    * @default 50
    */
   timeout?: number | undefined;
@@ -219,6 +221,7 @@ export function createRedisStore(
     local.clear();
     report({ status: 'recovered' });
   };
+  const redisKey = (key: string): string => `${prefix}{${key}}`;
   const down = (): string | undefined => {
     const status = client.status;
     return status !== undefined && DOWN.has(status) ? `connection is ${status}` : undefined;
@@ -266,52 +269,71 @@ export function createRedisStore(
     return sent;
   };
   /**
-   * One decision in Redis. It waits `timeout`, or `startupTimeout` while the
-   * client is connecting, on a script's first use, and from a `NOSCRIPT` on
-   * (SCRIPT FLUSH, a restart, a failover: the load is not a slow reply).
+   * One decision in Redis on store key `key`. A reply later than `timeout` is
+   * a strike against the key but is still awaited (a late answer from Redis
+   * beats a blank local one: the limiter would read "not engaged"), up to
+   * `DEGRADE_AFTER × timeout`, or until the key goes local. While the client
+   * is connecting, on a script's first use, and from a `NOSCRIPT` on (SCRIPT
+   * FLUSH, a restart, a failover) it waits up to `startupTimeout` instead: the
+   * start and the load are not slow replies.
    */
   const decide = (script: LuaScript, key: string, argv: string[]): Promise<unknown> => {
     const sentAt = Date.now();
+    const target = redisKey(key);
     let longSince = starting() || !answered.has(script.sha) ? sentAt : undefined;
-    const reply = tryCall(() => client.evalsha(script.sha, 1, key, ...argv)).catch(
+    let struck = false;
+    const reply = tryCall(() => client.evalsha(script.sha, 1, target, ...argv)).catch(
       (error: unknown) => {
         if (!isNoScript(error)) throw error;
         longSince ??= Date.now();
-        return load(script, key, argv);
+        return load(script, target, argv);
       },
     );
+    const patience = DEGRADE_AFTER * timeout;
     const check = (): Error | number => {
       const now = Date.now();
-      if (longSince === undefined) {
-        const left = sentAt + timeout - now;
-        return left > 0 ? left : new StoreTimeoutError(`no answer within ${timeout} ms`);
+      if (allLocal || localKeys.has(key)) return new StoreReleasedError('released');
+      if (longSince !== undefined) {
+        const reason = down();
+        if (reason !== undefined) return new Error(reason);
+        const left = longSince + startupTimeout - now;
+        if (left <= 0) {
+          return new StoreStartupError(
+            `no answer within the start-up timeout of ${startupTimeout} ms`,
+          );
+        }
+        return Math.min(left, timeout);
       }
-      const reason = down();
-      if (reason !== undefined) return new Error(reason);
-      const left = longSince + startupTimeout - now;
-      if (left <= 0) {
-        return new StoreStartupError(
-          `no answer within the start-up timeout of ${startupTimeout} ms`,
-        );
+      const elapsed = now - sentAt;
+      if (elapsed < timeout) return timeout - elapsed;
+      if (!struck) {
+        struck = true;
+        if (strikes.strike(key, sentAt, now)) {
+          const error = `no answer within ${timeout} ms, ${DEGRADE_AFTER} times in a row`;
+          degrade(new StoreTimeoutError(error), key);
+          return new StoreReleasedError('released');
+        }
       }
-      return Math.min(left, timeout);
+      if (elapsed >= patience) return new StoreTimeoutError(`no answer within ${patience} ms`);
+      return Math.min(timeout, patience - elapsed);
     };
     return within(reply, Math.min(timeout, startupTimeout), check).then((value) => {
       answered.add(script.sha);
+      // Only an answer in time clears the key's strikes; a late one leaves them.
+      if (!struck) strikes.clear(key);
       return value;
     });
   };
-  /** A decision that failed: a timeout is one strike against its key, anything else degrades all. */
-  const failed = (key: string, error: unknown, sentAt: number): void => {
-    if (!(error instanceof StoreTimeoutError)) {
-      degrade(error);
-      return;
-    }
-    if (strikes.strike(key, sentAt, Date.now())) {
-      degrade(new StoreTimeoutError(`${error.message}, ${DEGRADE_AFTER} times in a row`), key);
-    }
+  /**
+   * A decision that got no answer from Redis: a decision that waited its
+   * patience out sends its key local; a start-up failure, an error or a down
+   * connection, every key; a decision released by its key going local, nothing more.
+   */
+  const failed = (key: string, error: unknown): void => {
+    if (error instanceof StoreReleasedError) return;
+    if (error instanceof StoreTimeoutError) degrade(error, key);
+    else degrade(error);
   };
-  const redisKey = (key: string): string => `${prefix}{${key}}`;
 
   return {
     run<A extends Json, R extends Json>(
@@ -334,15 +356,13 @@ export function createRedisStore(
         return local.run(key, op, args, now);
       }
       const argv = [JSON.stringify(args), callerTime ? String(now) : ''];
-      const sentAt = Date.now();
-      return decide(script, redisKey(key), argv)
+      return decide(script, key, argv)
         .then((reply) => {
           if (typeof reply !== 'string') throw new TypeError(`unexpected reply from ${op.name}`);
-          strikes.clear(key);
           return JSON.parse(reply) as R;
         })
         .catch((error: unknown) => {
-          failed(key, error, sentAt);
+          failed(key, error);
           return local.run(key, op, args, now);
         });
     },
@@ -364,10 +384,11 @@ export function createRedisStore(
  * by every process that uses the same Redis and prefix. Each decision is one
  * Lua script (called by SHA, reloaded after `NOSCRIPT`) on one key with a TTL,
  * timed by Redis's own clock. Decisions sent while the client is still
- * connecting, and each script's first load, wait up to `startupTimeout`; others
- * up to `timeout`, after which that decision is made on local state. A key
- * whose decisions time out 3 times in a row goes local, as does every key when
- * the connection is down or Redis answers an error; `onStatus` reports
+ * connecting, and each script's first load, wait up to `startupTimeout`. A
+ * later reply than `timeout` is a strike against its key, still awaited up to
+ * 3 × `timeout`; a key goes local on 3 strikes in a row or one decision
+ * unanswered for 3 × `timeout`, and every key does when the connection is
+ * down or Redis answers an error; `onStatus` reports
  * `degraded` once, and `recovered` when a probe gets through. Requests never
  * fail because Redis does. See docs/fleet.md.
  * @example

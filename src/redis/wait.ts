@@ -4,10 +4,13 @@
  * decisions that sends a key to local state.
  */
 
-/** A decision not answered within the decision timeout (counts towards a key's degradation). */
+/** A decision not answered within its patience: its key goes local. */
 export class StoreTimeoutError extends Error {
   override name = 'TimeoutError';
 }
+
+/** The decision's key went local while it waited: it is answered locally, nothing more to report. */
+export class StoreReleasedError extends Error {}
 
 /** No connection (or no first script load) within the start-up timeout: the store as a whole degrades. */
 export class StoreStartupError extends Error {
@@ -63,7 +66,7 @@ export function within<T>(
   });
 }
 
-/** Timed-out decisions of one key that send it to local state. */
+/** Strikes (replies later than the timeout) in a row that send a key to local state; also the most timeouts one decision waits. */
 export const DEGRADE_AFTER = 3;
 /** …counted within this many ms of the first of them. */
 export const DEGRADE_WINDOW = 10_000;

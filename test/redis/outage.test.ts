@@ -139,7 +139,7 @@ describe.runIf(ready)('Redis killed mid-run', () => {
 });
 
 describe.runIf(ready)('Redis frozen mid-run (SIGSTOP)', () => {
-  it('requests go on, the key degrades after repeated timeouts, once, and recovers after SIGCONT', async () => {
+  it('requests go on, the key degrades once a decision waited 3 × timeout, once, and recovers after SIGCONT', async () => {
     const a = await member('A', 200, 'freeze');
     try {
       const url = (tag: string, i: number) => `${upstream.url}/${tag}/${i}`;
@@ -155,7 +155,8 @@ describe.runIf(ready)('Redis frozen mid-run (SIGSTOP)', () => {
           sent++;
         }
         expect(a.events).toEqual(['degraded']);
-        expect(a.errors).toEqual(['redis: no answer within 200 ms, 3 times in a row']);
+        // A sequential client has one decision in flight: it waits 3 × timeout, then the key goes local.
+        expect(a.errors).toEqual(['redis: no answer within 600 ms']);
         // Degraded: the next requests do not wait for Redis at all.
         for (let i = 0; i < 5; i++) expect(await a.fetch(url('local', i))).toBe('200');
         expect(a.events).toEqual(['degraded']);

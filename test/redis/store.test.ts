@@ -195,37 +195,51 @@ describe.runIf(ready)('redisStore on a real Redis', () => {
     }
   });
 
-  it('a stalled Redis: one slow spell is one strike, three in a row send the key to local state', async () => {
+  it('a slow Redis: a late answer is used, one slow spell is one strike, three in a row send the key local', async () => {
     const proxy = await stallProxy(server.port);
     const viaProxy = new Redis(proxy.url);
     try {
-      const store = redisStore({ client: viaProxy, prefix, timeout: 300, probeInterval: 100 });
+      // A reply later than 200 ms is a strike; a decision waits for it up to 600 ms.
+      const store = redisStore({ client: viaProxy, prefix, timeout: 200, probeInterval: 100 });
       const statuses: StoreStatus[] = [];
       store.onStatus((s) => statuses.push(s));
       const args = { cfg: { ...fixed, rps: 0.001, burst: 2 }, maxWait: 0, epoch: null };
       const take = (key: string) => store.run(key, rateAcquire, args, Date.now());
+      /** Redis answers nothing for 350 ms while `during` runs. */
+      const slowly = async <T>(during: () => T | Promise<T>): Promise<T> => {
+        proxy.stall();
+        const resume = setTimeout(() => proxy.resume(), 350);
+        try {
+          return await during();
+        } finally {
+          clearTimeout(resume);
+          proxy.resume();
+        }
+      };
       expect((await take('rate:stall')).ok).toBe(true);
       expect((await take('rate:other')).ok).toBe(true);
-      proxy.stall();
-      // Five decisions in flight together during one stall: answered locally
-      // (a fresh local bucket of 2), one strike, the key stays shared.
-      const together = await Promise.all(Array.from({ length: 5 }, () => take('rate:stall')));
-      expect(together.filter((r) => r.ok)).toHaveLength(2);
+      // Five decisions in flight together during one slow spell: Redis's late
+      // answers are used (its bucket has 1 token left; a local one would grant
+      // 2), one strike, the key stays shared.
+      const together = await slowly(() =>
+        Promise.all(Array.from({ length: 5 }, () => take('rate:stall'))),
+      );
+      expect(together.map((r) => r.ok).sort()).toEqual([false, false, false, false, true]);
       expect(statuses).toEqual([]);
       expect(store.status).toBe('shared');
-      // Two more, each sent after the previous one timed out: the third strike.
-      await take('rate:stall');
+      // A second slow reply, sent after the first strike: still Redis's answer, the bucket is empty.
+      expect((await slowly(() => take('rate:stall'))).ok).toBe(false);
       expect(statuses).toEqual([]);
-      await take('rate:stall');
-      const error = 'redis: no answer within 300 ms, 3 times in a row';
+      // The third strike in a row: the key goes local, this decision with it (a fresh local bucket).
+      expect((await slowly(() => take('rate:stall'))).ok).toBe(true);
+      const error = 'redis: no answer within 200 ms, 3 times in a row';
       expect(statuses).toEqual([{ status: 'degraded', error }]);
       expect(store.status).toBe('degraded');
-      // Degraded: that key is answered synchronously from memory (its bucket is empty), no second event.
+      // Degraded: that key is answered synchronously from memory, no second event.
       const local = take('rate:stall');
       expect(local).not.toBeInstanceOf(Promise);
-      expect(local).toMatchObject({ ok: false });
+      expect(local).toMatchObject({ ok: true });
       expect(statuses).toHaveLength(1);
-      proxy.resume();
       // Only that key is local: another key is still decided in Redis, where one
       // of its 2 tokens is gone (a local bucket would grant both).
       const other = [await take('rate:other'), await take('rate:other')];
@@ -235,12 +249,28 @@ describe.runIf(ready)('redisStore on a real Redis', () => {
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
       expect(statuses).toEqual([{ status: 'degraded', error }, { status: 'recovered' }]);
-      // Shared again: the one token Redis kept is there (the stalled takes may have landed late).
-      const shared = await take('rate:stall');
-      expect(typeof shared).toBe('object');
+      // Shared again: the key is decided in Redis, whose bucket is still empty.
+      expect(await take('rate:stall')).toMatchObject({ ok: false });
       expect(store.status).toBe('shared');
-      const state = JSON.parse((await client.get(store.redisKey('rate:stall'))) ?? 'null');
-      expect(state.tokens).toBeLessThan(1);
+    } finally {
+      viaProxy.disconnect();
+      await proxy.close();
+    }
+  });
+
+  it('a frozen Redis: a decision unanswered for 3 × timeout sends its key local at once', async () => {
+    const proxy = await stallProxy(server.port);
+    const viaProxy = new Redis(proxy.url);
+    try {
+      const store = redisStore({ client: viaProxy, prefix, timeout: 100, probeInterval: 100 });
+      const statuses: StoreStatus[] = [];
+      store.onStatus((s) => statuses.push(s));
+      const args = { cfg: fixed, maxWait: 0, epoch: null };
+      expect((await store.run('rate:frozen', rateAcquire, args, Date.now())).ok).toBe(true);
+      proxy.stall();
+      expect((await store.run('rate:frozen', rateAcquire, args, Date.now())).ok).toBe(true);
+      expect(statuses).toEqual([{ status: 'degraded', error: 'redis: no answer within 300 ms' }]);
+      expect(store.run('rate:frozen', rateAcquire, args, Date.now())).not.toBeInstanceOf(Promise);
     } finally {
       viaProxy.disconnect();
       await proxy.close();
