@@ -58,7 +58,7 @@ describe.runIf(ready)('fleet adaptive limiting', () => {
         store: server.url,
         // What is asserted here is sharing, not the fallback: a loaded test
         // machine must not push the members into local state.
-        storeOptions: { prefix, timeout: 1_000 },
+        storeOptions: { prefix, timeout: 1_000, startupTimeout: 30_000 },
         input: { dist: compiled.dist, url: upstream.url, requests: REQUESTS, interval: INTERVAL },
         timeout: 120_000,
       });
