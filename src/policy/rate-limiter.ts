@@ -201,7 +201,9 @@ export class RateLimiter {
    * Learns from a response of `key` (docs/policies.md, "Signals"): a 429
    * cuts an adaptive key (engaging it once this process has seen enough
    * responses); a quota-spent response (`remaining: 0` with a `reset`)
-   * pauses the key until the reset, in both modes; every other response
+   * pauses the key until the reset, in both modes (located from the
+   * remaining counts when they show where windows start, and then a 429 is
+   * no cut: ./rate-window.ts); every other response
    * but a 503 with a hint (404s too) lets an engaged adaptive key grow.
    * A 429's `retryAfter` paces its own retry only; `Retry-After: 0` is no
    * throttle at all.
