@@ -1,4 +1,11 @@
-/** Option validation helpers: every message names the option path and the value. */
+/**
+ * Option validation, for every entry (the core, the policies, the adapters,
+ * the lab): one module, one message format. Every message names the option's
+ * path and the value: `breaker.failureRatio must be a number in (0, 1], got
+ * 1.5`, `retry.attemps is not an option (expected one of: attempts, …)`. A
+ * value of the wrong type (NaN included: it is not a number to a caller) is a
+ * `TypeError`; a number out of range is a `RangeError`.
+ */
 
 /** The value as a message shows it: strings quoted, so `"5"` is told from `5`, and `5n` from both. */
 export function describe(value: unknown): string {
@@ -75,3 +82,33 @@ export function checkNumber(path: string, value: unknown, rule: NumberRule = {})
   }
   return value;
 }
+
+/**
+ * Reads `object[key]` as a number: `undefined` gives `fallback`; a non-number
+ * (or NaN) is a `TypeError`; a number failing `valid` is a `RangeError`.
+ * `expected` completes "must be …", e.g. `'a number in (0, 1]'`.
+ */
+export function readNumber(
+  object: Readonly<Record<string, unknown>>,
+  key: string,
+  path: string,
+  fallback: number,
+  valid: (n: number) => boolean,
+  expected: string,
+): number {
+  const value = object[key];
+  if (value === undefined) return fallback;
+  const name = `${path}.${key}`;
+  if (typeof value !== 'number' || Number.isNaN(value)) {
+    throw new TypeError(`${name} must be ${expected}, got ${describe(value)}`);
+  }
+  if (!valid(value)) throw new RangeError(`${name} must be ${expected}, got ${describe(value)}`);
+  return value;
+}
+
+/** A finite number > 0. */
+export const positiveFinite = (n: number): boolean => Number.isFinite(n) && n > 0;
+/** A finite number >= 0. */
+export const nonNegativeFinite = (n: number): boolean => Number.isFinite(n) && n >= 0;
+/** An integer >= 1. */
+export const positiveInteger = (n: number): boolean => Number.isSafeInteger(n) && n >= 1;

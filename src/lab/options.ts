@@ -4,7 +4,7 @@
  * Every error names the option, the accepted values and what it got.
  */
 import { redactUrl } from '../internal/redact.js';
-import { describe } from '../internal/validate.js';
+import { checkObject, describe } from '../internal/validate.js';
 import { type ArrivalShape, burstProfile } from './arrivals.js';
 import { PRESETS, SCENARIOS, type ScenarioName, sendsPacing } from './scenarios.js';
 import type {
@@ -268,10 +268,8 @@ export function resolveLabOptions(options: LabOptions = {}): LabConfig {
   if (typeof options !== 'object' || options === null) {
     throw new LabOptionError('options', 'an object', options);
   }
-  for (const key of Object.keys(options)) {
-    if (!KEYS.includes(key))
-      throw new LabOptionError(key, `not an option (${KEYS.join(', ')})`, key);
-  }
+  // The library's one format for an unknown key (a TypeError naming it and the known ones).
+  checkObject('lab options', options, KEYS);
   const o = options;
   const scenario = o.scenario === undefined ? 'overload' : oneOf('scenario', o.scenario, SCENARIOS);
   const mode = o.mode === undefined ? 'sim' : oneOf('mode', o.mode, MODES);

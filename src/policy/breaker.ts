@@ -5,6 +5,13 @@
  * a store shares one circuit per key.
  */
 import type { Clock } from '../internal/clock.js';
+import {
+  checkObject,
+  describe as describeValue,
+  positiveFinite,
+  positiveInteger,
+  readNumber,
+} from '../internal/validate.js';
 import type { StateStore } from '../store/store.js';
 import {
   BREAKER_BUCKETS,
@@ -20,13 +27,6 @@ import {
 } from './breaker-ops.js';
 import { type BreakerPeek, BreakerWaitingRoom } from './breaker-wait.js';
 import { runOpMaybe } from './store-call.js';
-import {
-  describeValue,
-  positiveFinite,
-  positiveInteger,
-  readNumber,
-  readObject,
-} from './validate.js';
 
 export type { BreakerOutcome, CircuitState } from './breaker-ops.js';
 
@@ -126,7 +126,7 @@ export function resolveBreakerOptions(
 ): ResolvedBreakerOptions | false {
   if (input === false) return false;
   if (input === true || input === undefined) return breakerDefaults;
-  const o = readObject(input, 'breaker', KNOWN);
+  const o = checkObject('breaker', input, KNOWN);
   const d = breakerDefaults;
   const p = 'breaker';
   const ratio = (n: number): boolean => n > 0 && n <= 1;

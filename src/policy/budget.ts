@@ -5,9 +5,9 @@
  * @see https://finagle.github.io/blog/2016/02/08/retry-budgets/ (the same idea)
  */
 import { type Clock, noop } from '../internal/clock.js';
+import { checkObject, nonNegativeFinite, readNumber } from '../internal/validate.js';
 import type { Json, StateStore, StoreOperation, StoreUpdate } from '../store/store.js';
 import { runOp, runOpMaybe } from './store-call.js';
-import { nonNegativeFinite, readNumber, readObject } from './validate.js';
 
 /** Options of the retry budget (`budget` in `createFetch`). */
 export interface BudgetOptions {
@@ -49,7 +49,7 @@ export function resolveBudgetOptions(
 ): ResolvedBudgetOptions | false {
   if (input === false) return false;
   if (input === true || input === undefined) return budgetDefaults;
-  const o = readObject(input, 'budget', Object.keys(budgetDefaults));
+  const o = checkObject('budget', input, Object.keys(budgetDefaults));
   const d = budgetDefaults;
   return Object.freeze({
     ratio: readNumber(o, 'ratio', 'budget', d.ratio, nonNegativeFinite, 'a finite number >= 0'),

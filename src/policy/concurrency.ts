@@ -11,7 +11,12 @@
  */
 import { type Clock, noop, startTimer } from '../internal/clock.js';
 import { MAX_TIMER_MS } from '../internal/limits.js';
-import { describeValue, positiveInteger, readNumber, readObject } from './validate.js';
+import {
+  checkObject,
+  describe as describeValue,
+  positiveInteger,
+  readNumber,
+} from '../internal/validate.js';
 
 /** Options of the concurrency limit (`concurrency` in `createFetch`). */
 export interface ConcurrencyOptions {
@@ -49,7 +54,7 @@ export function resolveConcurrencyOptions(
   input: ConcurrencyOptions | number | false | undefined,
 ): ResolvedConcurrencyOptions | false {
   if (input === false || input === undefined) return false;
-  const o = readObject(typeof input === 'number' ? { max: input } : input, 'concurrency', [
+  const o = checkObject('concurrency', typeof input === 'number' ? { max: input } : input, [
     'max',
     'queue',
     'queueTimeout',

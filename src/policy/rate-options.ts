@@ -2,8 +2,14 @@
  * The rate limiter's options: `rateLimit` of `createFetch` validated once,
  * and the constants of the adaptive mode (docs/policies.md says why each).
  */
+
+import {
+  checkObject,
+  describe as describeValue,
+  positiveFinite,
+  readNumber,
+} from '../internal/validate.js';
 import type { RateConfig } from './rate-ops.js';
-import { describeValue, positiveFinite, readNumber, readObject } from './validate.js';
 
 /** A fixed token bucket (`rateLimit: { rps, burst }` in `createFetch`). */
 export interface RateLimitOptions {
@@ -56,7 +62,7 @@ export function resolveRateLimitOptions(
       `rateLimit must be 'adaptive', false or { rps, burst }, got ${describeValue(input)}`,
     );
   }
-  const o = readObject(input, 'rateLimit', ['rps', 'burst']);
+  const o = checkObject('rateLimit', input, ['rps', 'burst']);
   if (o.rps === undefined)
     throw new TypeError('rateLimit.rps must be a finite number > 0, got undefined');
   const rps = readNumber(o, 'rps', 'rateLimit', 1, positiveFinite, 'a finite number > 0');

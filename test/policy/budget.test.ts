@@ -55,7 +55,7 @@ describe('resolveBudgetOptions', () => {
     [
       { perSecond: 1 },
       TypeError,
-      'budget has unknown option "perSecond" (known: ratio, minPerSecond)',
+      'budget.perSecond is not an option (expected one of: ratio, minPerSecond)',
     ],
     [[], TypeError, 'budget must be an object, got an array'],
   ])('rejects %o', (input, type, message) => {

@@ -57,7 +57,7 @@ describe('resolveConcurrencyOptions', () => {
       'concurrency.queueTimeout must be a number of ms >= 0',
     ],
     [{ max: 2, queueTimeout: '1s' }, TypeError, 'got "1s"'],
-    [{ max: 2, timeout: 1 }, TypeError, 'concurrency has unknown option "timeout"'],
+    [{ max: 2, timeout: 1 }, TypeError, 'concurrency.timeout is not an option (expected one of:'],
   ])('rejects %o', (input, type, message) => {
     const run = () => resolveConcurrencyOptions(input as ConcurrencyOptions);
     expect(run).toThrow(type);

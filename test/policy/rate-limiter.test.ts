@@ -93,7 +93,11 @@ describe('resolveRateLimitOptions', () => {
     [{ rps: Number.POSITIVE_INFINITY }, RangeError, 'got Infinity'],
     [{ rps: '10' }, TypeError, 'rateLimit.rps must be a finite number > 0, got "10"'],
     [{ rps: 10, burst: 0.5 }, RangeError, 'rateLimit.burst must be a finite number >= 1, got 0.5'],
-    [{ rps: 10, perMinute: 1 }, TypeError, 'rateLimit has unknown option "perMinute"'],
+    [
+      { rps: 10, perMinute: 1 },
+      TypeError,
+      'rateLimit.perMinute is not an option (expected one of: rps, burst)',
+    ],
     [7, TypeError, 'rateLimit must be an object, got 7'],
   ])('rejects %o', (input, type, message) => {
     const run = () => resolveRateLimitOptions(input as RateLimitOptions);
