@@ -63,8 +63,8 @@ export async function runRounds(config) {
   const info = {};
   try {
     for (const v of variants) {
-      const execArgv =
-        config.profile === v ? [`--cpu-prof`, `--cpu-prof-dir=${config.profileDir}`] : [];
+      const profiled = (config.profile ?? '').split(',').includes(v);
+      const execArgv = profiled ? ['--cpu-prof', `--cpu-prof-dir=${config.profileDir}/${v}`] : [];
       children[v] = child(maxSeconds + 10, execArgv);
       info[v] = (await children[v].ask({ type: 'setup', file, variant: v, url })).info;
     }

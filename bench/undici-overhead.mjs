@@ -37,7 +37,7 @@ Options:
   --concurrency <n>   requests in flight                     (default 32)
   --body-bytes <n>    response body size                     (default 64)
   --variants <list>   comma-separated variants, or request / fetch / all (default all)
-  --profile <variant> write a CPU profile of that variant's process to --profile-dir
+  --profile <list>    write CPU profiles of these variants' processes to --profile-dir/<variant>
   --profile-dir <d>   (default .prof)
   --json              print the results as JSON
   -h, --help          this help
