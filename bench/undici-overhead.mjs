@@ -36,7 +36,8 @@ Options:
   --warmup <n>        warm-up rounds, discarded              (default 2)
   --concurrency <n>   requests in flight                     (default 32)
   --body-bytes <n>    response body size                     (default 64)
-  --variants <list>   comma-separated variants, or request / fetch / all (default all)
+  --variants <list>   comma-separated variants, or request / fetch / all (default all);
+                      NAME@before: the same on the build in STAUNCH_BEFORE_DIST
   --profile <list>    write CPU profiles of these variants' processes to --profile-dir/<variant>
   --profile-dir <d>   (default .prof)
   --json              print the results as JSON
@@ -87,15 +88,22 @@ const sets = {
   all: [...REQUEST_VARIANTS, ...FETCH_VARIANTS],
 };
 const variants = sets[args.variants] ?? args.variants.split(',');
+const base = (v) => v.split('@')[0];
 for (const v of variants) {
-  if (!sets.all.includes(v)) fail(`--variants: unknown variant ${JSON.stringify(v)}`);
+  if (!sets.all.includes(base(v))) fail(`--variants: unknown variant ${JSON.stringify(v)}`);
+}
+if (variants.some((v) => v.endsWith('@before')) && process.env.STAUNCH_BEFORE_DIST === undefined) {
+  fail('variants NAME@before need STAUNCH_BEFORE_DIST (the dist/ of the build to compare with)');
 }
 const baselines = Object.fromEntries(
-  sets.all.map((v) => [v, REQUEST_VARIANTS.includes(v) ? 'bare' : 'global-fetch']),
+  variants.map((v) => [v, REQUEST_VARIANTS.includes(base(v)) ? 'bare' : 'global-fetch']),
 );
-for (const v of variants) if (!variants.includes(baselines[v])) variants.unshift(baselines[v]);
-const ordered = sets.all.filter((v) => variants.includes(v));
+for (const v of [...variants]) if (!variants.includes(baselines[v])) variants.unshift(baselines[v]);
+for (const v of variants) baselines[v] ??= v;
+const rank = (v) => sets.all.indexOf(base(v)) + (v.includes('@') ? 0.5 : 0);
+const ordered = [...new Set(variants)].sort((a, b) => rank(a) - rank(b));
 const goals = { createAgent: 0.95, interceptor: 0.9, 'staunch-undici-fetch': 1.5 };
+for (const v of ordered) if (v.includes('@')) delete goals[v];
 
 const config = {
   name: 'undici-overhead',

@@ -2,13 +2,15 @@
  * The variants of bench/undici-overhead.mjs, each set up in its own process
  * by bench/variant-child.mjs. `setup(name, url)` returns `send()`: one GET,
  * body read, resolving to the status. The build measured is dist/ (or
- * `STAUNCH_DIST`).
+ * `STAUNCH_DIST`); `NAME@before` is the same variant on `STAUNCH_BEFORE_DIST`.
  */
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 
 const dist = process.env.STAUNCH_DIST ?? new URL('../dist', import.meta.url).pathname;
-const load = (entry) => import(pathToFileURL(`${dist}/${entry}`).href);
+/** A variant named `name@before` loads the build in `STAUNCH_BEFORE_DIST` (an A/B in one run). */
+let from = dist;
+const load = (entry) => import(pathToFileURL(`${from}/${entry}`).href);
 
 // staunch's transport defaults (docs/undici.md), as undici Agent options.
 const settings = {
@@ -84,7 +86,12 @@ async function fetchFor(name) {
   }
 }
 
-export async function setup(name, url) {
+export async function setup(variant, url) {
+  const [name, build] = variant.split('@');
+  if (build === 'before') {
+    from = process.env.STAUNCH_BEFORE_DIST;
+    if (from === undefined) throw new Error(`${variant}: set STAUNCH_BEFORE_DIST to a build`);
+  }
   if (FETCH_VARIANTS.includes(name)) {
     const fetch = await fetchFor(name);
     return async () => {
