@@ -80,7 +80,10 @@ export async function runRounds(config) {
         if (res.failed > 0) throw new Error(`${v}: ${res.failed} failed; first: ${res.error}`);
         cells[v] = { rps: (res.ok * 1000) / res.ms, cpuPerRequest: (res.cpu * 1000) / res.ok };
       }
-      for (const v of variants) cells[v].ratio = cells[v].rps / cells[baseOf(v)].rps;
+      for (const v of variants) {
+        cells[v].ratio = cells[v].rps / cells[baseOf(v)].rps;
+        cells[v].cpuRatio = cells[baseOf(v)].cpuPerRequest / cells[v].cpuPerRequest;
+      }
       const round = { round: r - warmup + 1, warmup: r < warmup, load, order, cells };
       out.push(round);
       log(
@@ -104,6 +107,7 @@ export async function runRounds(config) {
         ratioMin: Math.min(...ratios),
         ratioMax: Math.max(...ratios),
         cpuPerRequest: median(measured.map((r) => r.cells[v].cpuPerRequest)),
+        cpuRatio: median(measured.map((r) => r.cells[v].cpuRatio)),
       };
     }
     const loads = measured.map((r) => r.load);
@@ -126,7 +130,9 @@ export async function runRounds(config) {
 
 /** Prints `summary` as a table, ratios against each variant's baseline. */
 export function printTable(result, variants, baselines, goals = {}) {
-  const rows = [['variant', 'rps (median)', 'ratio', 'of', 'range', 'CPU µs/req', 'goal']];
+  const rows = [
+    ['variant', 'rps (median)', 'ratio', 'of', 'range', 'CPU µs/req', 'CPU ratio', 'goal'],
+  ];
   for (const v of variants) {
     const s = result.summary[v];
     const goal = goals[v];
@@ -137,6 +143,7 @@ export function printTable(result, variants, baselines, goals = {}) {
       baselines[v],
       `${s.ratioMin.toFixed(3)}–${s.ratioMax.toFixed(3)}`,
       s.cpuPerRequest.toFixed(1),
+      s.cpuRatio.toFixed(3),
       goal === undefined ? '' : `>= ${goal} ${s.ratio >= goal ? 'met' : 'NOT met'}`,
     ]);
   }

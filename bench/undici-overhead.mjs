@@ -37,7 +37,8 @@ Options:
   --concurrency <n>   requests in flight                     (default 32)
   --body-bytes <n>    response body size                     (default 64)
   --variants <list>   comma-separated variants, or request / fetch / all (default all);
-                      NAME@before: the same on the build in STAUNCH_BEFORE_DIST
+                      NAME@before: the same on the build in STAUNCH_BEFORE_DIST,
+                      NAME@tag: on the build in STAUNCH_DIST_tag
   --profile <list>    write CPU profiles of these variants' processes to --profile-dir/<variant>
   --profile-dir <d>   (default .prof)
   --json              print the results as JSON
@@ -92,8 +93,12 @@ const base = (v) => v.split('@')[0];
 for (const v of variants) {
   if (!sets.all.includes(base(v))) fail(`--variants: unknown variant ${JSON.stringify(v)}`);
 }
-if (variants.some((v) => v.endsWith('@before')) && process.env.STAUNCH_BEFORE_DIST === undefined) {
-  fail('variants NAME@before need STAUNCH_BEFORE_DIST (the dist/ of the build to compare with)');
+for (const v of variants) {
+  const tag = v.split('@')[1];
+  const env = tag === 'before' ? 'STAUNCH_BEFORE_DIST' : `STAUNCH_DIST_${tag}`;
+  if (tag !== undefined && process.env[env] === undefined) {
+    fail(`variant ${v} needs ${env} (the dist/ of the build to compare with)`);
+  }
 }
 const baselines = Object.fromEntries(
   variants.map((v) => [v, REQUEST_VARIANTS.includes(base(v)) ? 'bare' : 'global-fetch']),
@@ -129,7 +134,8 @@ if (args.json) {
 } else {
   printTable(result, ordered, baselines, goals);
   console.log(
-    `ratio = variant/baseline requests/s within a round, median over ${config.rounds} rounds; ` +
+    `ratio = variant/baseline requests/s within a round, median over ${config.rounds} rounds ` +
+      '(CPU ratio: baseline/variant client CPU time per request, the same way); ' +
       `${config.concurrency} in flight; the server counted ${result.requests} requests ` +
       `on ${result.connections} connections.`,
   );

@@ -2,7 +2,8 @@
  * The variants of bench/undici-overhead.mjs, each set up in its own process
  * by bench/variant-child.mjs. `setup(name, url)` returns `send()`: one GET,
  * body read, resolving to the status. The build measured is dist/ (or
- * `STAUNCH_DIST`); `NAME@before` is the same variant on `STAUNCH_BEFORE_DIST`.
+ * `STAUNCH_DIST`); `NAME@before` is the same variant on `STAUNCH_BEFORE_DIST`,
+ * `NAME@tag` on `STAUNCH_DIST_tag` (A/B runs of copies of the build).
  */
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
@@ -88,9 +89,10 @@ async function fetchFor(name) {
 
 export async function setup(variant, url) {
   const [name, build] = variant.split('@');
-  if (build === 'before') {
-    from = process.env.STAUNCH_BEFORE_DIST;
-    if (from === undefined) throw new Error(`${variant}: set STAUNCH_BEFORE_DIST to a build`);
+  if (build !== undefined) {
+    const env = build === 'before' ? 'STAUNCH_BEFORE_DIST' : `STAUNCH_DIST_${build}`;
+    from = process.env[env];
+    if (from === undefined) throw new Error(`${variant}: set ${env} to a build`);
   }
   if (FETCH_VARIANTS.includes(name)) {
     const fetch = await fetchFor(name);

@@ -12,8 +12,9 @@
  * `Response` the caller gets. What it keeps of fetch: the method
  * normalization and refusals (a forbidden method, a GET or HEAD with a body,
  * credentials in the URL, a bad port, a stream body without `duplex`), the
- * default `accept` and `accept-encoding` headers and the decoding of gzip,
- * deflate and br bodies, the `content-type` fetch gives a string,
+ * default `accept`, `accept-encoding` and `user-agent` headers (as Node's
+ * fetch sends them), the decoding of gzip, deflate and br bodies, the
+ * `content-type` fetch gives a string,
  * `URLSearchParams`, `Blob` or `FormData` body, `redirect: 'error'`, and a
  * `TypeError('fetch failed')` with the cause for a network failure. Other
  * schemes (`data:`, `blob:`) go to the global fetch.
@@ -153,6 +154,8 @@ function send(dispatcher: Dispatcher, href: string, init: RequestInit): Promise<
   const headers = flatHeaders(init.headers);
   if (!has(headers, 'accept')) headers.push('accept', '*/*');
   if (!has(headers, 'accept-encoding')) headers.push('accept-encoding', 'gzip, deflate, br');
+  // Node's fetch sends one (some APIs refuse a request without): the same value.
+  if (!has(headers, 'user-agent')) headers.push('user-agent', 'node');
   const opts: Dispatcher.DispatchOptions = {
     origin: url.origin,
     path: `${url.pathname}${url.search}`,

@@ -124,6 +124,7 @@ describe('the Response of createFetch from staunch/undici', () => {
     expect(await res.text()).toBe('hello');
     expect(server.received.map((r) => r.path)).toEqual(['/p?q=1']);
     expect(server.received[0]!.headers.accept).toBe('*/*');
+    expect(server.received[0]!.headers['user-agent']).toBe('node');
   });
 
   it('has no body for HEAD and 204', async () => {
