@@ -16,7 +16,8 @@ export type StaunchErrorCode =
   | 'STAUNCH_QUEUE_FULL'
   | 'STAUNCH_QUEUE_TIMEOUT'
   | 'STAUNCH_SSRF_BLOCKED'
-  | 'STAUNCH_EVENT_STREAM';
+  | 'STAUNCH_EVENT_STREAM'
+  | 'STAUNCH_RESUME';
 
 /** Where a failure happened; every field is optional and already redacted. */
 export interface StaunchErrorOptions {

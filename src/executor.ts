@@ -90,12 +90,20 @@ export class Executor {
         duration: this.#clock.now() - started,
       });
     let attempts = 0;
+    // Delegates rather than spreads: an adapter's exchange may be a class instance
+    // (the undici interceptor's), whose methods a spread would drop.
     const counting: Exchange<R> = {
-      ...exchange,
       send: (signal, attempt) => {
         attempts = attempt;
         return exchange.send(signal, attempt);
       },
+      status: (response) => exchange.status(response),
+      headers: (response) => exchange.headers(response),
+      discard: (response, stop) => exchange.discard(response, stop),
+      resendable: (unsent) => exchange.resendable(unsent),
+      ...(exchange.handOver !== undefined && {
+        handOver: (response: R, unlink: () => void) => exchange.handOver!(response, unlink),
+      }),
     };
     return this.#run(request, counting).then(
       (response) => {

@@ -18,6 +18,12 @@ import {
   readRequestOptions,
   type StaunchRequestOptions,
 } from './request-options.js';
+import {
+  type ResolvedResumeOptions,
+  type ResumeOptions,
+  resolveResumeOptions,
+  withResume,
+} from './resume.js';
 import { markInvalid, refusedByFetch } from './retry/classify.js';
 
 /** Any WHATWG fetch: Node's global, npm undici's, Deno's, Bun's, a browser's. */
@@ -27,6 +33,14 @@ export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
 export interface StaunchOptions extends ClientOptions {
   /** The transport. @default globalThis.fetch */
   fetch?: FetchLike;
+  /**
+   * Resume a GET whose body fails mid-stream with range requests checked
+   * against a strong ETag (`If-Match`) or Last-Modified (`If-Range`); a
+   * server that cannot resume fails the body with a `ResumeError`.
+   * @default false
+   * @see docs/cli.md#resumable-downloads
+   */
+  resume?: boolean | ResumeOptions;
 }
 
 export type { StaunchRequestOptions } from './request-options.js';
@@ -50,7 +64,7 @@ export type StaunchFetch = (
   init?: StaunchRequestInit,
 ) => Promise<Response>;
 
-const OPTION_KEYS: readonly string[] = ['fetch', ...CLIENT_KEYS];
+const OPTION_KEYS: readonly string[] = ['fetch', 'resume', ...CLIENT_KEYS];
 
 /** Bytes of a failed response read so that its connection can be reused; past that it is cancelled. */
 
@@ -71,13 +85,15 @@ export function createFetch(options: StaunchOptions = {}): StaunchFetch {
   if (typeof transport !== 'function') {
     throw new TypeError(`fetch must be a function, got ${describe(transport)}`);
   }
-  const client: FetchClient = { ...resolveClient(o), transport };
+  const resume = resolveResumeOptions(o.resume);
+  const client: FetchClient = { ...resolveClient(o), transport, resume };
 
   return (input, init) => send(client, input, init);
 }
 
 interface FetchClient extends Client {
   readonly transport: FetchLike;
+  readonly resume: ResolvedResumeOptions | undefined;
 }
 
 type Headers_ = RequestInit['headers'];
@@ -174,7 +190,11 @@ async function send(
     resendable: attemptBody.resendable,
     handOver: keepLinkWhileBodyLives,
   };
-  return client.executor.run(request, exchange);
+  const response = client.executor.run(request, exchange);
+  if (client.resume === undefined) return response;
+  return withResume(response, client.resume, method, url, base, (headers) =>
+    send(client, url, { ...base, headers }),
+  );
 }
 
 function isRequest(input: unknown): input is Request {

@@ -53,6 +53,8 @@ export type { PolicyKey, PolicyOptions, PolicyRequest } from './policy/policies.
 export { originKey } from './policy/policies.js';
 export type { RateLimitOptions } from './policy/rate-limiter.js';
 export type { ReplayRemoved, ReplayRequest } from './replay.js';
+export type { ResumeOptions } from './resume.js';
+export { ResumeError } from './resume.js';
 export type { Backoff, ExponentialBackoffOptions, Jitter } from './retry/backoff.js';
 export { constantBackoff, exponentialBackoff } from './retry/backoff.js';
 export type { HeaderSource, PacingSource, ServerPacing } from './retry/server-delay.js';

@@ -20,6 +20,7 @@ import {
   toJson,
 } from '../lab/index.js';
 import type { Outage } from '../lab/server-model.js';
+import { commandLine, version } from './about.js';
 
 /** Where the command writes. */
 export interface CliIo {
@@ -394,7 +395,8 @@ export async function labCommand(argv: string[], io: CliIo): Promise<number> {
   if (parsed.json) io.out(`${JSON.stringify(toJson(result), null, 2)}\n`);
   else io.out(`${renderTable(result)}\nwall time ${wall} s\n`);
   if (parsed.report !== undefined) {
-    await writeFile(parsed.report, renderReport(result));
+    const command = commandLine(['staunch', 'lab', ...argv]);
+    await writeFile(parsed.report, renderReport(result, { command, version: version() }));
     io.err(`report written to ${parsed.report}\n`);
   }
   return 0;

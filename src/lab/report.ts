@@ -1,11 +1,15 @@
 /**
  * `--report FILE.html`: one self-contained page (inline CSS and SVG, no
- * network, no external script) with the table, the upstream's arrivals over
- * time for every strategy, and the latency distribution of successes.
+ * network, no external script) an engineer can share: the verdict first
+ * (which strategy wins, by how much, on which metric), the results table,
+ * goodput of every strategy on one chart, the upstream's arrivals per
+ * strategy as small multiples on shared axes, the latency distribution,
+ * failure reasons as a table, and how the run was made (command, version,
+ * date). Outage windows are shaded on every time chart.
  */
 import type { LabResult, StrategyResult } from './evaluate.js';
-import { describeScenario, renderTable } from './format.js';
-import { chart, esc, type Series } from './svg.js';
+import { describeScenario } from './format.js';
+import { type Band, chart, esc, legendStrip, type Series } from './svg.js';
 
 const PALETTE = [
   '#d62728',
@@ -25,79 +29,166 @@ export function colorOf(i: number): string {
   return PALETTE[i % PALETTE.length]!;
 }
 
+/** How the report was made, shown under the verdict. */
+export interface ReportMeta {
+  /** The command line that ran the lab (`staunch lab …`). */
+  readonly command?: string | undefined;
+  /** staunch's version. */
+  readonly version?: string | undefined;
+  /** When the run was made. @default now */
+  readonly date?: Date | undefined;
+}
+
 const seconds = (x: number): string => `${+(x / 1000).toFixed(1)} s`;
+const pct = (x: number): string => `${(x * 100).toFixed(1)} %`;
+const ms = (x: number | null): string =>
+  x === null ? '–' : x >= 10_000 ? `${(x / 1000).toFixed(1)} s` : `${Math.round(x)} ms`;
 
 function perSecond(values: readonly number[], bin: number): [number, number][] {
   return values.map((v, i) => [i * bin, (v * 1000) / bin]);
 }
 
-function arrivalsChart(result: LabResult, s: StrategyResult, i: number): string {
-  const { bin } = s.series;
-  const capacity = result.config.server.capacity;
-  const arrivals = perSecond(s.series.arrivals, bin);
-  const end = s.series.arrivals.length * bin;
-  const yMax = Math.max(capacity * 1.2, ...arrivals.map(([, y]) => y));
-  const series: Series[] = [
-    { name: `${s.name}: arrivals`, color: colorOf(i), points: arrivals, area: true },
-    { name: 'served (2xx)', color: '#2b7a2b', points: perSecond(s.series.ok, bin) },
-    { name: 'demand', color: '#555', points: perSecond(s.series.issued, bin), dashed: true },
-    {
-      name: 'capacity',
-      color: '#000',
-      points: [
-        [0, capacity],
-        [end, capacity],
-      ],
-      dashed: true,
-    },
-  ];
-  return chart(
-    {
-      id: `arrivals-${s.name}`,
-      title: `${s.name}: requests reaching the upstream per second`,
-      xLabel: 'time',
-      yLabel: 'requests/s',
-      xMax: end,
-      yMax,
-      xFormat: seconds,
-      height: 220,
-    },
-    series,
-  );
+/** Shared frame of every time chart: the same x span, the same y scale, the outages. */
+interface Frame {
+  readonly end: number;
+  readonly yMax: number;
+  readonly capacity: number;
+  readonly bands: readonly Band[];
 }
 
-function overlayChart(result: LabResult): string {
+function frameOf(result: LabResult): Frame {
   const capacity = result.config.server.capacity;
-  const first = result.strategies[0];
-  if (first === undefined) return '';
-  const end = first.series.arrivals.length * first.series.bin;
+  let end = 1000;
+  let peak = capacity;
+  for (const s of result.strategies) {
+    const { bin } = s.series;
+    end = Math.max(end, s.series.arrivals.length * bin);
+    for (const values of [s.series.arrivals, s.series.issued, s.series.ok]) {
+      for (const v of values) peak = Math.max(peak, (v * 1000) / bin);
+    }
+  }
+  const bands = result.config.server.outages.map((o) => ({
+    from: o.start,
+    to: o.end,
+    label: 'outage (503)',
+  }));
+  // 5 % headroom so that the highest point (the demand's peak too) is never cut by the frame.
+  return { end, yMax: peak * 1.05, capacity, bands };
+}
+
+const capacityLine = (f: Frame): Series => ({
+  name: `capacity (${f.capacity}/s)`,
+  color: '#000',
+  points: [
+    [0, f.capacity],
+    [f.end, f.capacity],
+  ],
+  dashed: true,
+});
+
+/** One line per strategy over time, capacity dashed, outages shaded. */
+function everyStrategy(
+  result: LabResult,
+  f: Frame,
+  pick: (s: StrategyResult) => readonly number[],
+  spec: { id: string; title: string; yLabel: string; yMax?: number },
+): string {
   const lines: Series[] = result.strategies.map((s, i) => ({
     name: s.name,
     color: colorOf(i),
-    points: perSecond(s.series.arrivals, s.series.bin),
+    points: perSecond(pick(s), s.series.bin),
   }));
-  const yMax = Math.max(capacity * 1.2, ...lines.flatMap((l) => l.points.map(([, y]) => y)));
-  lines.push({
-    name: 'capacity',
-    color: '#000',
-    points: [
-      [0, capacity],
-      [end, capacity],
-    ],
-    dashed: true,
-  });
+  lines.push(capacityLine(f));
   return chart(
     {
-      id: 'arrivals',
-      title: 'Requests reaching the upstream per second, every strategy',
+      ...spec,
       xLabel: 'time',
-      yLabel: 'requests/s',
-      xMax: end,
-      yMax,
+      xMax: f.end,
+      yMax: spec.yMax ?? f.yMax,
       xFormat: seconds,
+      bands: f.bands,
+      width: 1000,
     },
     lines,
   );
+}
+
+function goodputChart(result: LabResult, f: Frame): string {
+  let peak = f.capacity * 1.2;
+  for (const s of result.strategies) {
+    for (const v of s.series.ok) peak = Math.max(peak, ((v * 1000) / s.series.bin) * 1.05);
+  }
+  return everyStrategy(result, f, (s) => s.series.ok, {
+    id: 'goodput',
+    title: 'Goodput: requests served (2xx) per second, every strategy',
+    yLabel: 'served/s',
+    yMax: peak,
+  });
+}
+
+function overlayChart(result: LabResult, f: Frame): string {
+  return everyStrategy(result, f, (s) => s.series.arrivals, {
+    id: 'arrivals',
+    title: 'Requests reaching the upstream per second, every strategy',
+    yLabel: 'requests/s',
+  });
+}
+
+function multipleSeries(s: StrategyResult, i: number, f: Frame): Series[] {
+  const { bin } = s.series;
+  return [
+    {
+      name: 'attempts reaching the upstream',
+      color: colorOf(i),
+      points: perSecond(s.series.arrivals, bin),
+      area: true,
+    },
+    // Near-black, solid: a strategy's own color (green for the third) would hide it in its area.
+    { name: 'served (2xx)', color: '#222', points: perSecond(s.series.ok, bin) },
+    {
+      name: 'demand (new requests)',
+      color: '#555',
+      points: perSecond(s.series.issued, bin),
+      dashed: true,
+    },
+    capacityLine(f),
+  ];
+}
+
+/** One chart per strategy, on the same axes, with one legend above them all. */
+function smallMultiples(result: LabResult, f: Frame): string {
+  const charts = result.strategies.map((s, i) =>
+    chart(
+      {
+        id: `arrivals-${s.name}`,
+        title: s.name,
+        xLabel: 'time',
+        yLabel: 'requests/s',
+        xMax: f.end,
+        yMax: f.yMax,
+        xFormat: seconds,
+        bands: f.bands,
+        height: 210,
+        width: 490,
+        legend: false,
+      },
+      multipleSeries(s, i, f),
+    ),
+  );
+  const first = result.strategies[0];
+  const key =
+    first === undefined
+      ? ''
+      : legendStrip(
+          [
+            ...multipleSeries(first, 0, f).map((s, i) =>
+              i === 0 ? { ...s, name: 'attempts reaching the upstream (strategy color)' } : s,
+            ),
+            ...f.bands.slice(0, 1),
+          ],
+          1000,
+        );
+  return `${key}<div class="grid">${charts.join('\n')}</div>`;
 }
 
 function latencyChart(result: LabResult): string {
@@ -129,51 +220,129 @@ function latencyChart(result: LabResult): string {
       xLog: { min },
       xFormat: (x) => (x >= 1000 ? `${x / 1000} s` : `${x} ms`),
       yFormat: (y) => `${Math.round(y * 100)}%`,
+      width: 1000,
     },
     lines,
   );
 }
 
-const CSS = `body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1200px;color:#222;padding:0 16px}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}
-pre{background:#f6f6f6;padding:12px;overflow-x:auto;font-size:12.5px}
-.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:12px}
-svg.chart{max-width:100%;height:auto;background:#fff;border:1px solid #ddd}
-.g{stroke:#eee}.t{font-size:13px;font-weight:600}.xt,.xl{font-size:11px;text-anchor:middle}
+/** Equal success within half a tenth of a point: then the load decides. */
+const SAME_SUCCESS = 0.0005;
+
+function rank(a: StrategyResult, b: StrategyResult): number {
+  if (Math.abs(a.success - b.success) >= SAME_SUCCESS) return b.success - a.success;
+  if (a.attemptsPerRequest !== b.attemptsPerRequest)
+    return a.attemptsPerRequest - b.attemptsPerRequest;
+  return b.goodput - a.goodput;
+}
+
+/** The conclusion, in one paragraph of HTML: which strategy, on which metric, by how much. */
+export function verdict(result: LabResult): string {
+  const ranked = [...result.strategies].sort(rank);
+  const best = ranked[0];
+  if (best === undefined) return 'No strategy was run.';
+  const deadline = seconds(result.config.deadline);
+  const apr = (s: StrategyResult): string => s.attemptsPerRequest.toFixed(2);
+  const name = (s: StrategyResult): string => `<strong>${esc(s.name)}</strong>`;
+  const optimum = ` The optimum for this capacity is ${pct(result.optimum.success)}.`;
+  const next = ranked[1];
+  if (next === undefined) {
+    return `${name(best)}: ${pct(best.success)} of requests succeeded within the ${deadline} deadline, with ${apr(best)} attempts per request.${optimum}`;
+  }
+  const gap = best.success - next.success;
+  if (gap >= SAME_SUCCESS) {
+    return `${name(best)} wins on success within the ${deadline} deadline: ${pct(best.success)} of requests against ${pct(next.success)} for ${name(next)}, the next best (+${(gap * 100).toFixed(1)} points), with ${apr(best)} attempts per request against ${apr(next)}.${optimum}`;
+  }
+  const ratio = next.attemptsPerRequest / Math.max(best.attemptsPerRequest, 1e-9);
+  const load =
+    ratio > 1.005
+      ? `${name(best)} wins on load: ${apr(best)} attempts per request against ${apr(next)} (${ratio.toFixed(2)}× fewer)`
+      : `${name(best)} is ahead on goodput: ${best.goodput.toFixed(1)}/s against ${next.goodput.toFixed(1)}/s`;
+  return `${name(best)} and ${name(next)} tie on success within the ${deadline} deadline (${pct(best.success)}); ${load}.${optimum}`;
+}
+
+function resultsTable(result: LabResult): string {
+  const head =
+    '<tr><th>strategy</th><th>success</th><th>vs optimum</th><th>p50</th><th>p99</th><th>goodput/s</th><th>attempts/req</th><th>429s</th><th>recovery</th></tr>';
+  const opt = result.optimum.success;
+  const rows = result.strategies.map(
+    (s, i) =>
+      `<tr><td><span class="dot" style="background:${colorOf(i)}"></span>${esc(s.name)}</td><td>${pct(s.success)}</td><td>${opt === 0 ? '–' : `${((s.success / opt) * 100).toFixed(1)} %`}</td><td>${ms(s.p50)}</td><td>${ms(s.p99)}</td><td>${s.goodput.toFixed(1)}</td><td>${s.attemptsPerRequest.toFixed(2)}</td><td>${s.tooManyRequests}</td><td>${ms(s.recovery)}</td></tr>`,
+  );
+  rows.push(
+    `<tr class="opt"><td>optimum</td><td>${pct(opt)}</td><td>100 %</td><td></td><td></td><td>${result.optimum.goodput.toFixed(1)}</td><td>1.00</td><td>0</td><td></td></tr>`,
+  );
+  return `<table class="num">${head}${rows.join('')}</table>`;
+}
+
+function failuresTable(result: LabResult): string {
+  const reasons = [...new Set(result.strategies.flatMap((s) => Object.keys(s.outcomes)))].sort();
+  if (reasons.length === 0) return '<p>No request failed.</p>';
+  const head = `<tr><th>strategy</th>${reasons.map((r) => `<th>${esc(r)}</th>`).join('')}<th>failed</th></tr>`;
+  const rows = result.strategies.map((s) => {
+    const cells = reasons.map((r) => `<td>${s.outcomes[r] ?? 0}</td>`).join('');
+    return `<tr><td>${esc(s.name)}</td>${cells}<td>${s.requests - s.successes}</td></tr>`;
+  });
+  return `<table class="num">${head}${rows.join('')}</table>`;
+}
+
+const CSS = `body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1020px;color:#222;padding:0 16px}
+h1{font-size:22px;margin:0 0 6px}h2{font-size:17px;margin:30px 0 8px}
+.verdict{font-size:16px;background:#f3f7f3;border-left:4px solid #2b7a2b;padding:10px 14px;margin:10px 0}
+.meta{color:#555;font-size:12.5px}.meta code{background:#f3f3f3;padding:1px 4px}
+.grid{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:10px}
+svg.chart,svg.legend{max-width:100%;height:auto;background:#fff}svg.chart{border:1px solid #ddd}
+.g{stroke:#eee}.axis{stroke:#999}.t{font-size:13px;font-weight:600}.xt,.xl{font-size:11px;text-anchor:middle}
 .yt{font-size:11px;text-anchor:end;dominant-baseline:middle}.yl{font-size:11px;text-anchor:middle}
-.lg{font-size:11px}td,th{padding:2px 10px;text-align:right}td:first-child,th:first-child{text-align:left}
-table{border-collapse:collapse}tr:nth-child(even){background:#f7f7f7}`;
+.lg{font-size:11px;dominant-baseline:middle}
+table{border-collapse:collapse;margin:6px 0}td,th{padding:3px 10px;text-align:right}td:first-child,th:first-child{text-align:left}
+th{border-bottom:1px solid #ccc}table.text td{text-align:left}tr:nth-child(even){background:#f7f7f7}tr.opt{color:#555;font-style:italic}
+.dot{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:6px}`;
 
 // Marks every drawn series (a non-empty bounding box) so a headless browser can check the charts rendered.
 const CHECK = `for(const s of document.querySelectorAll('svg[data-chart]')){let n=0;for(const p of s.querySelectorAll('[data-series]')){const b=p.getBBox();const ok=b.width>0||b.height>0;p.setAttribute('data-drawn',String(ok));if(ok)n++}s.setAttribute('data-drawn-series',String(n))}document.documentElement.setAttribute('data-rendered','true')`;
 
 /** The report page for `result`, as one HTML string. */
-export function renderReport(result: LabResult): string {
+export function renderReport(result: LabResult, meta: ReportMeta = {}): string {
   const c = result.config;
   const title = `staunch lab: ${c.scenario} (${c.mode}, seed ${c.seed})`;
-  const rows = result.strategies
-    .map(
-      (s) =>
-        `<tr><td>${esc(s.name)}</td><td>${esc(s.description)}</td><td>${s.attemptsPerRequest.toFixed(2)}</td><td>${esc(JSON.stringify(s.outcomes))}</td></tr>`,
-    )
+  const f = frameOf(result);
+  const made = [
+    meta.command === undefined ? '' : `<code>${esc(meta.command)}</code>`,
+    meta.version === undefined ? '' : `staunch ${esc(meta.version)}`,
+    (meta.date ?? new Date()).toISOString().replace(/\.\d+Z$/, 'Z'),
+  ].filter((x) => x !== '');
+  const strategies = result.strategies
+    .map((s) => `<tr><td>${esc(s.name)}</td><td>${esc(s.description)}</td></tr>`)
     .join('');
+  const outages =
+    c.server.outages.length === 0
+      ? ''
+      : ' Shaded: the outage window, when the upstream answers 503.';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${esc(title)}</title><style>${CSS}</style></head>
 <body>
 <h1>${esc(title)}</h1>
+<p class="verdict" id="verdict">${verdict(result)}</p>
+<p class="meta">Made with ${made.join(' · ')}</p>
 <p>${esc(describeScenario(c))}.</p>
-<pre>${esc(renderTable(result))}</pre>
+${resultsTable(result)}
+<p class="meta">Success: logical requests answered 2xx within the deadline. Latency percentiles over successes. Goodput: successes per second over the window ${seconds(result.window[0])}–${seconds(result.window[1])}. Optimum: the most requests any client could complete within the deadline from this capacity (served in arrival order, never refused).</p>
+<h2>Goodput over time</h2>
+${goodputChart(result, f)}
 <h2>Requests reaching the upstream</h2>
-${overlayChart(result)}
-<div class="grid">${result.strategies.map((s, i) => arrivalsChart(result, s, i)).join('\n')}</div>
+<p class="meta">Every chart on the same axes.${outages}</p>
+${overlayChart(result, f)}
+${smallMultiples(result, f)}
 <h2>Latency distribution</h2>
 ${latencyChart(result)}
+<h2>Why requests failed</h2>
+${failuresTable(result)}
 <h2>Strategies</h2>
-<table><tr><th>strategy</th><th>configuration</th><th>attempts/req</th><th>failures by reason</th></tr>${rows}</table>
-<p>Optimum: the most requests any client could complete within the deadline from this capacity
-(served in arrival order, never refused). Made by <code>staunch lab</code>; see docs/lab.md.</p>
+<table class="text">${strategies}</table>
+<p class="meta">Made by <code>staunch lab</code>; see docs/lab.md.</p>
 <script>${CHECK}</script>
 </body></html>
 `;

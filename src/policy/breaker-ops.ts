@@ -76,12 +76,17 @@ export type BreakerChange = [CircuitState, CircuitState] | null;
 export type BreakerAdmitResult =
   | { ok: true; gen: number; probe: number | null; change: BreakerChange }
   | { ok: false; retryAfter: number };
-/** Arguments of {@link breakerRecord}. */
+/**
+ * Arguments of {@link breakerRecord}. `successes`: closed-state successes a
+ * process counted locally and reports in one go, `[bucketStart, count]`
+ * (absent = none); they count before `outcome`.
+ */
 export type BreakerRecordArgs = {
   cfg: BreakerConfig;
   gen: number;
   probe: number | null;
   outcome: BreakerOutcome;
+  successes?: [number, number];
 };
 /** Result of {@link breakerRecord}. */
 export type BreakerRecordResult = { change: BreakerChange };
@@ -247,8 +252,9 @@ function recordProbe(
  * set) counts only while its lease is still held in half-open: success or
  * neutral closes, failure reopens with the break doubled (capped),
  * cancelled frees the slot. A closed-state call counts only if the circuit is
- * still closed in the same generation, and only success or failure: it goes
- * into the window, then the circuit trips if the rule says so (ratio mode:
+ * still closed in the same generation, and only success or failure (plus any
+ * batch of `successes` counted locally before it): it goes into the window,
+ * then the circuit trips if the rule says so (ratio mode:
  * the ratio over the window, or over its newest bucket alone, each with at
  * least `minimumVolume` calls).
  */
@@ -267,33 +273,45 @@ export const breakerRecord: StoreOperation<BreakerRecordArgs, BreakerRecordResul
         : update(s, cfg, now, { change: null });
     if (probe !== null) return recordProbe(s, args, now) ?? unchanged();
     if (s.state !== 'closed' || s.gen !== gen) return unchanged();
-    if (outcome !== 'success' && outcome !== 'failure') return unchanged();
+    const counted = outcome === 'success' || outcome === 'failure';
+    const batch = args.successes;
+    if (!counted && batch === undefined) return unchanged();
 
     const failed = outcome === 'failure';
     const width = Math.max(1, Math.floor(cfg.window / BREAKER_BUCKETS));
     const start = now - (now % width);
-    // The buckets still in the window; only the current one is copied and
-    // changed (the others are shared with the input, which is never mutated).
+    // The buckets still in the window; only those changed are copied (the others are
+    // shared with the input, which is never mutated). A missing bucket is appended.
     const cutoff = now - cfg.window;
     const buckets: [number, number, number][] = [];
+    for (const b of s.buckets) if (b[0] > cutoff) buckets.push(b);
+    const bucketAt = (at: number): [number, number, number] => {
+      const i = buckets.findIndex((b) => b[0] === at);
+      if (i < 0) {
+        const fresh: [number, number, number] = [at, 0, 0];
+        buckets.push(fresh);
+        return fresh;
+      }
+      const copy: [number, number, number] = [buckets[i]![0], buckets[i]![1], buckets[i]![2]];
+      buckets[i] = copy;
+      return copy;
+    };
+    let streak = s.streak;
+    if (batch !== undefined && batch[1] > 0) {
+      // Successes end a run of failures, whether or not their bucket is still in the window.
+      streak = 0;
+      if (batch[0] > cutoff) bucketAt(batch[0])[2] += batch[1];
+    }
     let bucket: [number, number, number] | undefined;
-    for (const b of s.buckets) {
-      if (b[0] <= cutoff) continue;
-      if (b[0] === start) {
-        bucket = [b[0], b[1], b[2]];
-        buckets.push(bucket);
-      } else buckets.push(b);
+    if (counted) {
+      bucket = bucketAt(start);
+      bucket[failed ? 1 : 2] += 1;
+      streak = failed ? streak + 1 : 0;
     }
-    if (bucket === undefined) {
-      bucket = [start, 0, 0];
-      buckets.push(bucket);
-    }
-    bucket[failed ? 1 : 2] += 1;
-    const streak = failed ? s.streak + 1 : 0;
 
     let trip = false;
     if (cfg.consecutiveFailures > 0) trip = streak >= cfg.consecutiveFailures;
-    else if (failed) {
+    else if (failed && bucket !== undefined) {
       let failures = 0;
       let total = 0;
       for (const [, f, ok] of buckets) {

@@ -7,11 +7,13 @@
 import type { Clock } from '../internal/clock.js';
 import type { StateStore } from '../store/store.js';
 import {
+  BREAKER_BUCKETS,
   type BreakerAdmitArgs,
   type BreakerAdmitResult,
   type BreakerChange,
   type BreakerConfig,
   type BreakerOutcome,
+  type BreakerRecordArgs,
   breakerAdmit,
   breakerRecord,
   type CircuitState,
@@ -219,6 +221,8 @@ export class CircuitBreaker {
   /** Keys this process last saw open, or refusing an admission (half-open with its probes out). */
   readonly #refusing = new Set<string>();
   readonly #rooms: BreakerWaitingRoom;
+  /** Closed-state successes counted here and not yet reported, per key: one bucket's worth. */
+  readonly #successes = new Map<string, { gen: number; start: number; count: number }>();
 
   constructor(
     options: ResolvedBreakerOptions,
@@ -316,8 +320,46 @@ export class CircuitBreaker {
    * `'cancelled'` costs nothing (no store call).
    */
   record(key: string, ticket: BreakerTicket, outcome: BreakerOutcome): void | Promise<void> {
-    if (ticket.probe === null && (outcome === 'neutral' || outcome === 'cancelled')) return;
-    const args = { cfg: this.#cfg, gen: ticket.gen, probe: ticket.probe, outcome };
+    let successes: [number, number] | undefined;
+    if (ticket.probe === null) {
+      if (outcome === 'neutral' || outcome === 'cancelled') return;
+      // A closed-state success is counted here and reported with the next failure, or
+      // once its bucket is over: one store call per bucket, not one per request.
+      const pending = this.#successes.get(key);
+      if (outcome === 'success') {
+        const now = this.#clock.now();
+        const width = Math.max(1, Math.floor(this.#cfg.window / BREAKER_BUCKETS));
+        const start = now - (now % width);
+        if (pending !== undefined && pending.gen === ticket.gen && pending.start === start) {
+          pending.count++;
+          return;
+        }
+        this.#successes.set(key, { gen: ticket.gen, start, count: 1 });
+        if (pending === undefined) return;
+        return this.#record(key, {
+          cfg: this.#cfg,
+          gen: pending.gen,
+          probe: null,
+          outcome: 'neutral',
+          successes: [pending.start, pending.count],
+        });
+      }
+      if (pending !== undefined) {
+        this.#successes.delete(key);
+        if (pending.gen === ticket.gen) successes = [pending.start, pending.count];
+      }
+    }
+    const args: BreakerRecordArgs = {
+      cfg: this.#cfg,
+      gen: ticket.gen,
+      probe: ticket.probe,
+      outcome,
+    };
+    if (successes !== undefined) args.successes = successes;
+    return this.#record(key, args);
+  }
+
+  #record(key: string, args: BreakerRecordArgs): void | Promise<void> {
     return runOpMaybe(
       this.#store,
       BREAKER_KEY_PREFIX + key,

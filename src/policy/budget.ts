@@ -64,8 +64,26 @@ export function resolveBudgetOptions(
   });
 }
 
-/** Arguments of the budget operations. */
-export type BudgetArgs = { ratio: number; minPerSecond: number; memoryMs: number };
+/**
+ * Arguments of the budget operations. `count` (deposit): first attempts
+ * credited at once (absent = 1). `deposits` (withdraw): first attempts not
+ * yet credited, credited before the withdrawal (absent = 0). `age`: ms since
+ * the oldest of those (absent = 0); the credit decays as if made then.
+ */
+export type BudgetArgs = {
+  ratio: number;
+  minPerSecond: number;
+  memoryMs: number;
+  count?: number;
+  deposits?: number;
+  age?: number;
+};
+
+/** The credit of `n` first attempts made `age` ms ago. */
+function credit(args: BudgetArgs, n: number): number {
+  const age = args.age ?? 0;
+  return age > 0 ? args.ratio * n * Math.exp(-age / args.memoryMs) : args.ratio * n;
+}
 /** State JSON of one budget key. */
 export type BudgetState = { floor: number; earned: number; at: number };
 
@@ -99,7 +117,7 @@ export const budgetDeposit: StoreOperation<BudgetArgs, number> = Object.freeze({
   name: 'staunch.budget.deposit',
   apply(json: Json | undefined, args: BudgetArgs, now: number): StoreUpdate<number> {
     const s = refill(json, args, now);
-    s.earned += args.ratio;
+    s.earned += args.count === undefined ? args.ratio : credit(args, args.count);
     return store(s, args, s.floor + s.earned);
   },
 });
@@ -112,6 +130,7 @@ export const budgetWithdraw: StoreOperation<BudgetArgs, boolean> = Object.freeze
   name: 'staunch.budget.withdraw',
   apply(json: Json | undefined, args: BudgetArgs, now: number): StoreUpdate<boolean> {
     const s = refill(json, args, now);
+    if (args.deposits !== undefined) s.earned += credit(args, args.deposits);
     if (s.floor + s.earned < 1) return store(s, args, false);
     if (s.earned >= 1) s.earned -= 1;
     else {
@@ -121,6 +140,9 @@ export const budgetWithdraw: StoreOperation<BudgetArgs, boolean> = Object.freeze
     return store(s, args, true);
   },
 });
+
+/** How long first attempts are counted locally before their credit is written. */
+const DEPOSIT_BATCH_MS = 1_000;
 
 /** Store keys of the budget are `budget:` + the origin key. */
 export const BUDGET_KEY_PREFIX = 'budget:';
@@ -135,6 +157,8 @@ export class RetryBudget {
   readonly #args: BudgetArgs;
   readonly #store: StateStore;
   readonly #clock: Clock;
+  /** First attempts counted here and not yet credited in the store, per key. */
+  readonly #pending = new Map<string, { count: number; since: number }>();
 
   constructor(options: ResolvedBudgetOptions, store: StateStore, clock: Clock) {
     this.#args = Object.freeze({
@@ -146,16 +170,28 @@ export class RetryBudget {
     this.#clock = clock;
   }
 
-  /** Credits `key` with a first attempt. Call it once per logical request, before the first attempt. */
+  /**
+   * Credits `key` with a first attempt. Call it once per logical request,
+   * before the first attempt. Credits are counted here and written in one
+   * store operation a second (or with the next withdrawal), not one per
+   * request.
+   */
   deposit(key: string): void | Promise<void> {
-    return runOpMaybe(
-      this.#store,
-      BUDGET_KEY_PREFIX + key,
-      budgetDeposit,
-      this.#args,
-      this.#clock.now(),
-      noop,
-    );
+    const now = this.#clock.now();
+    const pending = this.#pending.get(key);
+    if (pending === undefined) {
+      if (this.#pending.size >= 1024) this.#flushAll(now);
+      this.#pending.set(key, { count: 1, since: now });
+      return;
+    }
+    if (now - pending.since < DEPOSIT_BATCH_MS) {
+      pending.count++;
+      return;
+    }
+    // The batch is a second old: credit it (as of its first deposit), start the next.
+    this.#pending.set(key, { count: 1, since: now });
+    const args = { ...this.#args, count: pending.count, age: now - pending.since };
+    return runOpMaybe(this.#store, BUDGET_KEY_PREFIX + key, budgetDeposit, args, now, noop);
   }
 
   /**
@@ -164,14 +200,24 @@ export class RetryBudget {
    * not before a retry paced by a 429: the rate limiter bounds those.
    */
   tryWithdraw(key: string): Promise<boolean> {
-    return runOp(
-      this.#store,
-      BUDGET_KEY_PREFIX + key,
-      budgetWithdraw,
-      this.#args,
-      this.#clock.now(),
-      identity,
-    );
+    const pending = this.#pending.get(key);
+    if (pending !== undefined) this.#pending.delete(key);
+    const now = this.#clock.now();
+    const args =
+      pending === undefined
+        ? this.#args
+        : { ...this.#args, deposits: pending.count, age: now - pending.since };
+    return runOp(this.#store, BUDGET_KEY_PREFIX + key, budgetWithdraw, args, now, identity);
+  }
+
+  /** Writes every key's pending credits (many keys: bounded memory). */
+  #flushAll(now: number): void {
+    for (const [key, pending] of this.#pending) {
+      const args = { ...this.#args, count: pending.count, age: now - pending.since };
+      // Best effort, as every policy write.
+      runOp(this.#store, BUDGET_KEY_PREFIX + key, budgetDeposit, args, now, noop).catch(noop);
+    }
+    this.#pending.clear();
   }
 }
 

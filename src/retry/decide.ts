@@ -61,9 +61,14 @@ export type Decision =
 
 const DONE: Decision = Object.freeze({ action: 'done' });
 
-/** Extra spread added to a server's hint so clients told the same second do not return together. */
+/**
+ * Extra spread added to a server's hint so clients told the same second do
+ * not return together: up to a fifth of the hint, at most a second. A hint
+ * of 0 gets none: the server said "now", and a sequential client that it
+ * paces that way must not lose 50 ms a request to a spread (issue 9).
+ */
 export function hintSpread(hint: number, random: Random): number {
-  return random() * Math.min(1000, Math.max(100, hint * 0.2));
+  return random() * Math.min(1000, hint * 0.2);
 }
 
 function giveUp(reason: GiveUpReason, delay?: number): Decision {

@@ -11,6 +11,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type * as Lab from '../../src/lab/index.js';
+import { chromiumOrSkip, headlessFlags } from '../helpers/chromium.js';
 
 const root = resolve(import.meta.dirname, '../..');
 const dir = mkdtempSync(join(tmpdir(), 'staunch-lab-built-'));
@@ -117,26 +118,10 @@ describe('sim and live agree on overload', () => {
   }, 90_000);
 });
 
-function findChromium(): string | undefined {
-  for (const name of [process.env.CHROMIUM_BIN, 'chromium', 'chromium-browser']) {
-    if (!name) continue;
-    const r = spawnSync(name, ['--version'], { stdio: 'ignore', timeout: 20_000 });
-    if (r.error === undefined && r.status === 0) return name;
-  }
-  return undefined;
-}
-
 describe('the report in headless Chromium', () => {
   it('renders every chart with the expected series', async (ctx) => {
-    const chromium = findChromium();
-    if (chromium === undefined) {
-      if (process.env.CI === 'true') throw new Error('CI=true but no chromium binary was found');
-      console.warn(
-        '\n\n!!!!!!!! SKIPPED: no chromium binary (apt-get install chromium); the lab report was NOT checked in a browser !!!!!!!!\n',
-      );
-      ctx.skip();
-      return;
-    }
+    const chromium = chromiumOrSkip(ctx, 'the lab report was NOT checked in a browser');
+    if (chromium === undefined) return;
     const report = join(dir, 'report.html');
     const r = await run([
       'lab',
@@ -147,19 +132,7 @@ describe('the report in headless Chromium', () => {
     const profile = mkdtempSync(join(dir, 'chromium-'));
     const dom = spawnSync(
       chromium,
-      [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        `--user-data-dir=${profile}`,
-        '--dump-dom',
-        pathToFileURL(report).href,
-      ],
+      [...headlessFlags(profile), '--dump-dom', pathToFileURL(report).href],
       { encoding: 'utf8', timeout: 60_000, maxBuffer: 64 * 1024 * 1024 },
     );
     expect(dom.status, dom.stderr).toBe(0);
@@ -171,8 +144,9 @@ describe('the report in headless Chromium', () => {
       charts.map((m) => [m[1], Number(/data-drawn-series="(\d+)"/.exec(m[0])?.[1] ?? -1)]),
     );
     // Overlay: 3 strategies + capacity; one chart per strategy: arrivals, served, demand,
-    // capacity; latency: 3 strategies + the optimum.
+    // capacity; goodput: 3 strategies + capacity; latency: 3 strategies + the optimum.
     expect(Object.fromEntries(drawn)).toEqual({
+      goodput: 4,
       arrivals: 4,
       'arrivals-fixed': 4,
       'arrivals-decorrelated': 4,

@@ -91,7 +91,9 @@ describe('staunch lab: bad input', () => {
   it('rejects an unknown command, and no command at all', async () => {
     const r = await cli('storm');
     expect(r).toMatchObject({ code: 2, out: '' });
-    expect(r.err).toBe('staunch: unknown command "storm" (commands: lab; see staunch --help)\n');
+    expect(r.err).toBe(
+      'staunch: unknown command "storm" (commands: fetch, lab; see staunch --help)\n',
+    );
     const none = await cli();
     expect(none.code).toBe(2);
     expect(none.out).toContain('staunch lab');

@@ -150,9 +150,13 @@ function breakerSteps(cfg: BreakerConfig): fc.Arbitrary<Step[]> {
       outcome,
       forged: fc.nat(5).map((n) => n === 0),
       gen: fc.nat(3),
+      // A batch of successes counted locally: none, in this bucket, or some buckets back.
+      batch: fc.option(fc.record({ back: fc.nat(12), count: fc.integer({ min: 1, max: 40 }) }), {
+        nil: undefined,
+      }),
     })
     .map(
-      ({ dt, pick, outcome, forged, gen }): Step => ({
+      ({ dt, pick, outcome, forged, gen, batch }): Step => ({
         dt,
         call: (now, history) => {
           const tickets = history.filter(
@@ -161,9 +165,17 @@ function breakerSteps(cfg: BreakerConfig): fc.Arbitrary<Step[]> {
           );
           const index = pick < 0 ? tickets.length - 1 : pick % tickets.length;
           const t = tickets.length > 0 && !forged ? tickets[index]! : undefined;
-          const args = t
+          const base = t
             ? { cfg, gen: t.gen, probe: t.probe, outcome }
             : { cfg, gen: gen === 0 ? 0 : now - gen, probe: gen === 3 ? now : null, outcome };
+          const width = Math.max(1, Math.floor(cfg.window / 10));
+          const args =
+            batch === undefined
+              ? base
+              : {
+                  ...base,
+                  successes: [now - (now % width) - batch.back * width, batch.count],
+                };
           return { op: breakerRecord as never, args };
         },
       }),

@@ -121,7 +121,15 @@ describe('delays', () => {
     });
   });
 
-  test("the server's hint wins, plus a spread of at most 20 % (100 ms to 1 s)", () => {
+  test('Retry-After: 0 is retried at once, with no spread', () => {
+    const d = decide(
+      statusVerdict(429),
+      input({ hint: 0, hintSource: 'retry-after', random: () => 0.99 }),
+    );
+    expect(d).toEqual({ action: 'retry', delay: 0, source: 'retry-after', charged: true });
+  });
+
+  test("the server's hint wins, plus a spread of at most 20 % (and at most 1 s)", () => {
     const d = decide(statusVerdict(429), input({ hint: 2_000, hintSource: 'retry-after' }));
     // random() = 0.5 → half of min(1000, max(100, 400)) = 200.
     expect(d).toEqual({ action: 'retry', delay: 2_200, source: 'retry-after', charged: true });

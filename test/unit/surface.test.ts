@@ -20,6 +20,7 @@ describe('runtime exports', () => {
         'QueueFullError',
         'QueueTimeoutError',
         'RateLimitedError',
+        'ResumeError',
         'SsrfBlockedError',
         'StaunchError',
         'constantBackoff',

@@ -159,31 +159,51 @@ local function record()
     return state, ttl, result
   end
   if s.state ~= 'closed' or s.gen ~= args.gen then return unchanged() end
-  if args.outcome ~= 'success' and args.outcome ~= 'failure' then return unchanged() end
+  local counted = args.outcome == 'success' or args.outcome == 'failure'
+  local batch = nil
+  if type(args.successes) == 'table' then batch = args.successes end
+  if not counted and batch == nil then return unchanged() end
 
   local failed = args.outcome == 'failure'
   local width = jmax(1, math.floor(cfg.window / 10))
   local start = now - math.fmod(now, width)
+  local cutoff = now - cfg.window
   local buckets = {}
   for _, b in ipairs(s.buckets) do
-    if b[1] > now - cfg.window then buckets[#buckets + 1] = { b[1], b[2], b[3] } end
+    if b[1] > cutoff then buckets[#buckets + 1] = { b[1], b[2], b[3] } end
+  end
+  local function bucketAt(at)
+    for _, b in ipairs(buckets) do
+      if b[1] == at then return b end
+    end
+    local fresh = { at, 0, 0 }
+    buckets[#buckets + 1] = fresh
+    return fresh
+  end
+  local streak = s.streak
+  if batch ~= nil and batch[2] > 0 then
+    streak = 0
+    if batch[1] > cutoff then
+      local b = bucketAt(batch[1])
+      b[3] = b[3] + batch[2]
+    end
   end
   local bucket = nil
-  for _, b in ipairs(buckets) do
-    if bucket == nil and b[1] == start then bucket = b end
+  if counted then
+    bucket = bucketAt(start)
+    if failed then
+      bucket[2] = bucket[2] + 1
+      streak = streak + 1
+    else
+      bucket[3] = bucket[3] + 1
+      streak = 0
+    end
   end
-  if bucket == nil then
-    bucket = { start, 0, 0 }
-    buckets[#buckets + 1] = bucket
-  end
-  if failed then bucket[2] = bucket[2] + 1 else bucket[3] = bucket[3] + 1 end
-  local streak = 0
-  if failed then streak = s.streak + 1 end
 
   local trip = false
   if cfg.consecutiveFailures > 0 then
     trip = streak >= cfg.consecutiveFailures
-  elseif failed then
+  elseif failed and bucket ~= nil then
     local failures, total = 0, 0
     for _, b in ipairs(buckets) do
       failures = failures + b[2]

@@ -22,6 +22,14 @@ local function refill()
   }
 end
 
+-- The credit of n first attempts made args.age ms ago.
+local function credit(n)
+  if isnum(args.age) and args.age > 0 then
+    return args.ratio * n * math.exp(-args.age / args.memoryMs)
+  end
+  return args.ratio * n
+end
+
 local function store(s, result)
   local refillMs = 0
   if mps > 0 then refillMs = ((cap - s.floor) * 1000) / mps end
@@ -32,13 +40,18 @@ end
 /** `staunch.budget.deposit`. */
 export const BUDGET_DEPOSIT: string = `${COMMON}
 local s = refill()
-s.earned = s.earned + args.ratio
+if isnum(args.count) then
+  s.earned = s.earned + credit(args.count)
+else
+  s.earned = s.earned + args.ratio
+end
 return finish(store(s, num(s.floor + s.earned)))
 `;
 
 /** `staunch.budget.withdraw`. */
 export const BUDGET_WITHDRAW: string = `${COMMON}
 local s = refill()
+if isnum(args.deposits) then s.earned = s.earned + credit(args.deposits) end
 if s.floor + s.earned < 1 then return finish(store(s, 'false')) end
 if s.earned >= 1 then
   s.earned = s.earned - 1
