@@ -75,6 +75,19 @@ describe('createAgent is a Dispatcher', () => {
     expect(server.received).toHaveLength(2);
   });
 
+  it("serves Node's own global fetch (its bundled undici's handler), retrying a 503", async () => {
+    const server = await serve((_req, res, i) => {
+      res.writeHead(i === 0 ? 503 : 200, { 'set-cookie': ['a=1', 'b=2'] });
+      res.end(i === 0 ? 'busy' : 'done');
+    });
+    const agent = open.add(createAgent({ retry: fast }));
+    const res = await fetch(server.url, { dispatcher: agent } as RequestInit);
+    expect(res.status).toBe(200);
+    expect(res.headers.getSetCookie()).toEqual(['a=1', 'b=2']);
+    expect(await res.text()).toBe('done');
+    expect(server.received).toHaveLength(2);
+  });
+
   it('keeps backpressure for a legacy caller: a large body arrives whole when read slowly', async () => {
     const big = Buffer.alloc(4 * 1024 * 1024, 'z');
     const server = await serve((_req, res) => res.end(big));
