@@ -239,10 +239,11 @@ function prepare(
     randomUUID,
   );
   if (key !== undefined) headers = withHeader(headers, header, key);
-  const attemptOpts =
-    mark || base !== opts || headers !== base.headers
-      ? ({ ...base, headers, ...(mark && { [HANDLED]: true }) } as Dispatcher.DispatchOptions)
-      : base;
+  let attemptOpts: Dispatcher.DispatchOptions = base;
+  if (mark) attemptOpts = { ...base, headers, [HANDLED]: true } as Dispatcher.DispatchOptions;
+  else if (base !== opts || headers !== base.headers) {
+    attemptOpts = { ...base, headers } as Dispatcher.DispatchOptions;
+  }
   return new DispatchCall(dispatch, attemptOpts, {
     method,
     url: `${originOf(base.origin)}${base.path}`,

@@ -81,7 +81,7 @@ describe('createAgent is a Dispatcher', () => {
       res.end(i === 0 ? 'busy' : 'done');
     });
     const agent = open.add(createAgent({ retry: fast }));
-    const res = await fetch(server.url, { dispatcher: agent } as RequestInit);
+    const res = await fetch(server.url, { dispatcher: agent } as unknown as RequestInit);
     expect(res.status).toBe(200);
     expect(res.headers.getSetCookie()).toEqual(['a=1', 'b=2']);
     expect(await res.text()).toBe('done');
