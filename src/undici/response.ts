@@ -20,13 +20,6 @@ import { expectSend, markIfStale, type Probe, probe } from './stale.js';
 
 type Controller = Dispatcher.DispatchController;
 
-interface Head {
-  readonly controller: Controller;
-  readonly status: number;
-  readonly headers: IncomingHttpHeaders;
-  readonly statusText: string;
-}
-
 /** Statuses whose response has no body (Fetch §2.2.3 "null body status"). */
 const NULL_BODY: ReadonlySet<number> = new Set([101, 103, 204, 205, 304]);
 
@@ -100,9 +93,6 @@ export class FetchHandler implements Dispatcher.DispatchHandler {
   #reject: ((error: unknown) => void) | undefined;
   #controller: Controller | undefined;
   #body: ReadableStreamDefaultController<Uint8Array> | undefined;
-  /** The response head, held for the rest of its turn (see `onResponseStart`). */
-  #head: Head | undefined;
-  #held: Buffer[] | undefined;
   #done = false;
   #onAbort: (() => void) | undefined;
 
@@ -138,7 +128,6 @@ export class FetchHandler implements Dispatcher.DispatchHandler {
     const reject = this.#reject;
     if (reject !== undefined) {
       this.#resolve = this.#reject = undefined;
-      this.#head = this.#held = undefined;
       reject(reason);
     } else this.#body?.error(reason);
     this.#finish();
@@ -161,120 +150,72 @@ export class FetchHandler implements Dispatcher.DispatchHandler {
     statusText?: string,
   ): void {
     // 1xx informational responses are not the response.
-    if (status < 200 || this.#resolve === undefined || this.#head !== undefined) return;
-    const head: Head = { controller, status, headers, statusText: statusText ?? '' };
-    if (NULL_BODY.has(status) || this.#method === 'HEAD') this.#respond(head, null);
-    else if (typeof headers['content-encoding'] === 'string')
-      this.#respond(head, this.#stream(head));
-    else {
-      // A small body often comes in the packet of its headers: undici then hands it
-      // over, and its end, in this same turn, and a Response over those bytes costs
-      // less than one over a stream. Otherwise the stream is made in a microtask.
-      this.#head = head;
-      queueMicrotask(() => this.#streamHeld());
-    }
-  }
-
-  /** The head is still held (no end in its turn): the body becomes a stream, held chunks first. */
-  #streamHeld(): void {
-    const head = this.#head;
-    if (head === undefined) return;
-    this.#head = undefined;
-    const held = this.#held;
-    this.#held = undefined;
-    const stream = this.#stream(head);
-    if (held !== undefined) for (const chunk of held) this.#enqueue(head.controller, chunk);
-    this.#respond(head, stream);
-  }
-
-  #stream(head: Head): ReadableStream<Uint8Array> {
-    const { controller } = head;
-    let body = new ReadableStream<Uint8Array>(
-      {
-        start: (c) => {
-          this.#body = c;
+    if (status < 200 || this.#resolve === undefined) return;
+    const resolve = this.#resolve;
+    const reject = this.#reject!;
+    this.#resolve = this.#reject = undefined;
+    const nullBody = NULL_BODY.has(status) || this.#method === 'HEAD';
+    let body: ReadableStream<Uint8Array> | null = null;
+    if (!nullBody) {
+      body = new ReadableStream<Uint8Array>(
+        {
+          start: (c) => {
+            this.#body = c;
+          },
+          pull: () => {
+            if (controller.paused) controller.resume();
+          },
+          cancel: (reason) => {
+            if (this.#done) return;
+            this.#finish();
+            controller.abort((reason as Error) ?? new Error('The body was cancelled'));
+          },
         },
-        pull: () => {
-          if (controller.paused) controller.resume();
-        },
-        cancel: (reason) => {
-          if (this.#done) return;
-          this.#finish();
-          controller.abort((reason as Error) ?? new Error('The body was cancelled'));
-        },
-      },
-      new ByteLengthQueuingStrategy({ highWaterMark: BODY_HIGH_WATER }),
-    );
-    const encoding = head.headers['content-encoding'];
-    if (typeof encoding === 'string') {
-      for (const decoder of decoders(encoding) ?? []) {
-        body = body.pipeThrough(
-          Duplex.toWeb(decoder) as unknown as TransformStream<Uint8Array, Uint8Array>,
-        );
+        new ByteLengthQueuingStrategy({ highWaterMark: BODY_HIGH_WATER }),
+      );
+      const encoding = headers['content-encoding'];
+      if (typeof encoding === 'string') {
+        for (const decoder of decoders(encoding) ?? []) {
+          body = body.pipeThrough(
+            Duplex.toWeb(decoder) as unknown as TransformStream<Uint8Array, Uint8Array>,
+          );
+        }
       }
     }
-    return body;
-  }
-
-  #respond(head: Head, body: ReadableStream<Uint8Array> | Uint8Array | null): void {
-    const resolve = this.#resolve;
-    const reject = this.#reject;
-    if (resolve === undefined || reject === undefined) return;
-    this.#resolve = this.#reject = undefined;
     let response: Response;
     try {
       response = new Response(body, {
-        status: head.status,
-        statusText: head.statusText,
-        headers: toHeaders(head.headers),
+        status,
+        statusText: statusText ?? '',
+        headers: toHeaders(headers),
       });
     } catch (error) {
       // A status fetch cannot represent (over 599), a header it refuses: a network error, as in fetch.
       this.#finish();
       reject(fetchFailed(error));
-      head.controller.abort(error as Error);
+      controller.abort(error as Error);
       return;
     }
     Object.defineProperty(response, 'url', { value: this.#url, enumerable: false });
+    if (nullBody) this.#body = undefined;
     resolve(response);
   }
 
-  #enqueue(controller: Controller, chunk: Buffer): void {
-    const body = this.#body!;
+  onResponseData(controller: Controller, chunk: Buffer): void {
+    const body = this.#body;
+    if (body === undefined || this.#done) return;
     body.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
     if ((body.desiredSize ?? 1) <= 0) controller.pause();
   }
 
-  onResponseData(controller: Controller, chunk: Buffer): void {
-    if (this.#done) return;
-    if (this.#head !== undefined) {
-      if (this.#held === undefined) this.#held = [chunk];
-      else this.#held.push(chunk);
-    } else if (this.#body !== undefined) this.#enqueue(controller, chunk);
-  }
-
   onResponseEnd(): void {
     if (this.#done) return;
-    const head = this.#head;
-    if (head !== undefined) {
-      // The whole body came with its head: a Response over the bytes.
-      this.#head = undefined;
-      const held = this.#held;
-      this.#held = undefined;
-      const bytes =
-        held === undefined ? new Uint8Array(0) : held.length === 1 ? held[0]! : Buffer.concat(held);
-      this.#finish();
-      this.#respond(head, bytes);
-      return;
-    }
     this.#body?.close();
     this.#finish();
   }
 
   onResponseError(_controller: Controller | undefined, error: Error): void {
     if (this.#done) return;
-    // The head came, the body failed in the same turn: the response, then its body's error.
-    if (this.#head !== undefined) this.#streamHeld();
     const reject = this.#reject;
     if (reject !== undefined) {
       this.#resolve = this.#reject = undefined;
