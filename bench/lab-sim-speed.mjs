@@ -1,22 +1,31 @@
 #!/usr/bin/env node
 /**
- * The simulator's speed: the reference burst (100 000 logical requests over
- * 60 virtual seconds, the default `overload` scenario), one strategy at a
- * time in this thread, then all five with the CLI's two worker threads.
+ * The simulator's speed: a scenario (default: the reference burst, 100 000
+ * logical requests over 60 virtual seconds), one strategy at a time in this
+ * thread, then all of them with the CLI's two worker threads.
  *
- *   npm run build && node bench/lab-sim-speed.mjs [--requests N] [--strategies a,b]
+ *   npm run build && node bench/lab-sim-speed.mjs [--scenario S] [--requests N] [--strategies a,b]
+ *     [--baseline DIR]
+ *
+ * `--baseline DIR`: another build's dist/ (e.g. main's), timed strategy by strategy
+ * alternately with this one, so that both see the same machine load; prints the ratio.
  */
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
 const { values } = parseArgs({
   options: {
     requests: { type: 'string' },
+    scenario: { type: 'string' },
+    baseline: { type: 'string' },
     strategies: { type: 'string' },
     help: { type: 'boolean' },
   },
 });
 if (values.help) {
-  console.log('npm run build && node bench/lab-sim-speed.mjs [--requests N] [--strategies a,b]');
+  console.log(
+    'npm run build && node bench/lab-sim-speed.mjs [--scenario S] [--requests N] [--strategies a,b]',
+  );
   process.exit(0);
 }
 let lab;
@@ -27,27 +36,39 @@ try {
   process.exit(1);
 }
 const options = {
-  scenario: 'overload',
+  scenario: values.scenario ?? 'overload',
   ...(values.requests && { requests: Number(values.requests) }),
 };
-const names = values.strategies ? values.strategies.split(',') : lab.STRATEGIES;
-const config = lab.resolveLabOptions({ ...options, strategies: names });
+const config = lab.resolveLabOptions({
+  ...options,
+  ...(values.strategies && { strategies: values.strategies.split(',') }),
+});
+const names = config.strategies;
 const arrivals = lab.scenarioArrivals(config);
 console.log(
-  `${config.requests} requests over ${config.span / 1000} virtual seconds, node ${process.version}`,
+  `${config.scenario}: ${config.requests} requests over ${config.span / 1000} virtual seconds, node ${process.version}`,
 );
+const base = values.baseline
+  ? await import(new URL(`file://${resolve(values.baseline)}/lab/index.js`).href)
+  : undefined;
+const time = async (impl, name) => {
+  const began = performance.now();
+  const trace = await impl.simulateStrategy(config, name, arrivals);
+  return { ms: performance.now() - began, attempts: trace.arrivals.length };
+};
 let attempts = 0;
 let sum = 0;
 for (const name of names) {
-  const began = performance.now();
-  const trace = await lab.simulateStrategy(config, name, arrivals);
-  const ms = performance.now() - began;
-  sum += ms;
-  attempts += trace.arrivals.length;
-  const perAttempt = (ms * 1000) / trace.arrivals.length;
-  console.log(
-    `${name.padEnd(13)} ${(ms / 1000).toFixed(2).padStart(6)} s  ${trace.arrivals.length} attempts  ${perAttempt.toFixed(1)} µs/attempt`,
-  );
+  const own = await time(lab, name);
+  sum += own.ms;
+  attempts += own.attempts;
+  const perAttempt = (own.ms * 1000) / own.attempts;
+  let line = `${name.padEnd(16)} ${(own.ms / 1000).toFixed(2).padStart(6)} s  ${own.attempts} attempts  ${perAttempt.toFixed(1)} µs/attempt`;
+  if (base !== undefined && !name.endsWith('+ra')) {
+    const other = await time(base, name);
+    line += `  baseline ${(other.ms / 1000).toFixed(2)} s (${other.attempts} attempts), ratio ${(own.ms / other.ms).toFixed(2)}`;
+  }
+  console.log(line);
 }
 console.log(`sum ${(sum / 1000).toFixed(2)} s for ${attempts} attempts`);
 const began = performance.now();

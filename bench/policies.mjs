@@ -6,18 +6,34 @@
 //     429 without Retry-After beyond); 400 requests arriving at 80/s, 6
 //     attempts, 60 s deadline; 429s per success, with and without the
 //     adaptive rate limiter.
-// Usage: npm run build && node bench/policies.mjs [--json]
+//  3. issue 9's limiter cases (--only limiter runs these alone):
+//     a. a sequential client, server alternating 404 and `429 Retry-After: 0`,
+//        `retry: false`, 40 requests: how long they take;
+//     b. one 429 on a client's first request, then a sequential loop for 2 s:
+//        requests completed (a fresh client without the 429 as the baseline);
+//     c. a token-bucket quota of 40 req/s (burst 5) answering
+//        `429 Retry-After: 1`, 30 concurrent loops for 4 s: successes, 429s.
+// Usage: npm run build && node bench/policies.mjs [--json] [--only limiter] [--runs N]
+// STAUNCH_DIST=/path/to/dist measures another build (e.g. main's) with the same script.
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 
-const { values } = parseArgs({ options: { json: { type: 'boolean' }, help: { type: 'boolean' } } });
+const { values } = parseArgs({
+  options: {
+    json: { type: 'boolean' },
+    help: { type: 'boolean' },
+    only: { type: 'string' },
+    runs: { type: 'string', default: '3' },
+  },
+});
 if (values.help) {
   console.log('node bench/policies.mjs [--json]   (run npm run build first)');
   process.exit(0);
 }
 let createFetch;
 try {
-  ({ createFetch } = await import('../dist/index.js'));
+  const dist = process.env.STAUNCH_DIST ?? new URL('../dist', import.meta.url).pathname;
+  ({ createFetch } = await import(`${dist}/index.js`));
 } catch {
   console.error('dist/ is missing: run `npm run build` first');
   process.exit(1);
@@ -25,7 +41,7 @@ try {
 const hardStop = setTimeout(() => {
   console.error('bench/policies.mjs: time limit reached');
   process.exit(1);
-}, 180_000);
+}, 600_000);
 hardStop.unref();
 
 async function server(handler) {
@@ -94,28 +110,125 @@ async function quota(label, options) {
   };
 }
 
-const rows = {
-  outage: [
+async function alternating(label, options) {
+  let n = 0;
+  const s = await server((_req, res) => {
+    if (n++ % 2 === 0) res.statusCode = 404;
+    else {
+      res.statusCode = 429;
+      res.setHeader('retry-after', '0');
+    }
+    res.end();
+  });
+  const fetch = createFetch({ retry: false, ...options });
+  const start = performance.now();
+  for (let i = 0; i < 40; i++) await settle(fetch(`${s.url}/${i}`));
+  const ms = performance.now() - start;
+  await s.close();
+  return { label, requests: 40, ms: Math.round(ms) };
+}
+
+async function firstRefused(label, refuseFirst) {
+  let n = 0;
+  const s = await server((_req, res) => {
+    res.statusCode = n++ === 0 && refuseFirst ? 429 : 200;
+    res.end();
+  });
+  const fetch = createFetch({ retry: false });
+  const start = performance.now();
+  let done = 0;
+  while (performance.now() - start < 2_000) {
+    await settle(fetch(`${s.url}/${done}`));
+    done++;
+  }
+  await s.close();
+  return { label, completedIn2s: done };
+}
+
+async function bucketQuota(label, options) {
+  const rate = 40;
+  const burst = 5;
+  let tokens = burst;
+  let at = performance.now();
+  let tooMany = 0;
+  let ok = 0;
+  const s = await server((_req, res) => {
+    const now = performance.now();
+    tokens = Math.min(burst, tokens + ((now - at) * rate) / 1000);
+    at = now;
+    if (tokens >= 1) {
+      tokens -= 1;
+      ok++;
+    } else {
+      tooMany++;
+      res.statusCode = 429;
+      res.setHeader('retry-after', '1');
+    }
+    res.end();
+  });
+  const fetch = createFetch(options);
+  const start = performance.now();
+  const until = start + 4_000;
+  let successes = 0;
+  await Promise.all(
+    Array.from({ length: 30 }, async () => {
+      while (performance.now() < until) {
+        const r = await settle(fetch(`${s.url}/`));
+        if (r === 200 && performance.now() <= until) successes++;
+      }
+    }),
+  );
+  await s.close();
+  return { label, successes, tooMany, tooManyPerSuccess: +(tooMany / Math.max(1, ok)).toFixed(3) };
+}
+
+const plain = { rateLimit: false, budget: false, breaker: false };
+const runs = Number(values.runs);
+const rows = {};
+if (values.only !== 'limiter') {
+  rows.outage = [
     await outage('no budget, no breaker', { budget: false, breaker: false }),
     await outage('budget only', { breaker: false }),
     await outage('defaults (budget + breaker)', {}),
-  ],
-  quota: [
+  ];
+  rows.quota = [
     await quota('rateLimit: false, budget: false', { rateLimit: false, budget: false }),
     await quota('rateLimit: false (budget charges 429s)', { rateLimit: false }),
     await quota('defaults (adaptive)', {}),
-  ],
-};
+  ];
+}
+// Each pair interleaved, so that both sides see the same machine load.
+rows.alternating = [];
+rows.firstRefused = [];
+rows.bucket = [];
+for (let i = 0; i < runs; i++) {
+  rows.alternating.push(await alternating('rateLimit: false', { rateLimit: false }));
+  rows.alternating.push(await alternating('defaults (adaptive)', {}));
+  rows.firstRefused.push(await firstRefused('fresh client', false));
+  rows.firstRefused.push(await firstRefused('429 on the first request', true));
+  rows.bucket.push(await bucketQuota('plain loop (no policies)', plain));
+  rows.bucket.push(await bucketQuota('defaults (adaptive)', {}));
+}
 if (values.json) console.log(JSON.stringify(rows, null, 2));
 else {
-  console.log('outage: 400 concurrent GETs × 4 attempts, upstream always 503');
-  console.table(rows.outage);
-  console.log('quota: 40 req/s upstream, 400 requests at 80/s, 6 attempts, 60 s deadline');
-  console.table(
-    rows.quota.map((r) => ({
-      ...r,
-      goodput: +r.goodput.toFixed(1),
-      tooManyPerSuccess: +r.tooManyPerSuccess.toFixed(3),
-    })),
+  if (rows.outage) {
+    console.log('outage: 400 concurrent GETs × 4 attempts, upstream always 503');
+    console.table(rows.outage);
+    console.log('quota: 40 req/s upstream, 400 requests at 80/s, 6 attempts, 60 s deadline');
+    console.table(
+      rows.quota.map((r) => ({
+        ...r,
+        goodput: +r.goodput.toFixed(1),
+        tooManyPerSuccess: +r.tooManyPerSuccess.toFixed(3),
+      })),
+    );
+  }
+  console.log('sequential, 404 / 429 Retry-After: 0 alternating, retry: false, 40 requests');
+  console.table(rows.alternating);
+  console.log('sequential loop for 2 s, with and without a 429 on the first request');
+  console.table(rows.firstRefused);
+  console.log(
+    'token bucket 40/s burst 5, 429 Retry-After: 1, 30 loops for 4 s (at most 165; ≈ 130 honouring the first Retry-After)',
   );
+  console.table(rows.bucket);
 }

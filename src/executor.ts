@@ -33,7 +33,7 @@ import {
   isStaleConnection,
 } from './retry/classify.js';
 import { type AttemptVerdict, decide } from './retry/decide.js';
-import { readHeader, readServerPacing, type ServerPacing } from './retry/server-delay.js';
+import { hasQuotaHeaders, readServerPacing, type ServerPacing } from './retry/server-delay.js';
 
 export type { Exchange, LogicalRequest } from './request.js';
 
@@ -179,10 +179,7 @@ export class Executor {
           });
         }
         const headers = exchange.headers(outcome.response);
-        if (
-          status >= 400 ||
-          (policies?.limiter && readHeader(headers, 'ratelimit') !== undefined)
-        ) {
+        if (status >= 400 || (policies?.limiter && hasQuotaHeaders(headers))) {
           pacing = readServerPacing(headers, done);
         }
         if (policies !== undefined)

@@ -18,7 +18,10 @@ import {
   SCENARIOS,
   STRATEGIES,
   toJson,
+  wrap,
 } from '../lab/index.js';
+import { matrixJson, matrixMarkdown, renderMatrix, runMatrix } from '../lab/matrix.js';
+import { SCENARIO_SUMMARY } from '../lab/scenarios.js';
 import type { Outage } from '../lab/server-model.js';
 import { commandLine, version } from './about.js';
 
@@ -26,8 +29,10 @@ import { commandLine, version } from './about.js';
 export interface CliIo {
   out: (text: string) => void;
   err: (text: string) => void;
-  /** Whether `err` is a terminal (progress is redrawn in place). */
+  /** Whether `err` is a terminal (progress is shown, redrawn in place; never otherwise). */
   errIsTty: boolean;
+  /** The terminal's width, when known (progress lines are cut to it). @default 100 */
+  columns?: number | undefined;
 }
 
 /** A usage error: printed as one line, exit code 2. */
@@ -68,8 +73,8 @@ const FLAGS: Flag[] = [
     option: 'strategies',
     kind: 'list',
     value: 'LIST',
-    help: `comma-separated: ${STRATEGIES.join(',')}`,
-    def: 'all',
+    help: `comma-separated, of: ${STRATEGIES.join(', ')} (+ra: the loop honours Retry-After)`,
+    def: 'all; without pacing from the upstream, no +ra',
   },
   {
     flag: 'seed',
@@ -200,6 +205,53 @@ const FLAGS: Flag[] = [
     def: '1 (herd: one per request)',
   },
   {
+    flag: 'shared-store',
+    option: 'sharedStore',
+    kind: 'flag',
+    help: 'the clients share one state store (a fleet in one process)',
+    def: 'off (fleet: on)',
+  },
+  {
+    flag: 'concurrency',
+    option: 'concurrency',
+    kind: 'integer',
+    value: 'K',
+    help: 'closed loop: K clients sending back to back for the span (0 = arrival schedule)',
+    def: '0 (quota-4s: 30, sequential: 1)',
+  },
+  {
+    flag: 'quota',
+    option: 'quota',
+    kind: 'string',
+    value: 'KIND',
+    help: 'token-bucket | fixed-window (capacity × window per window)',
+    def: 'token-bucket',
+  },
+  {
+    flag: 'window',
+    option: 'window',
+    kind: 'number',
+    value: 'MS',
+    help: 'fixed-window length',
+    def: '1000',
+  },
+  {
+    flag: 'sporadic',
+    option: 'sporadic',
+    kind: 'string',
+    value: 'MODE',
+    help: 'none | alternate (404, 429 Retry-After: 0) | random (429 Retry-After: 0)',
+    def: 'none',
+  },
+  {
+    flag: 'sporadic-rate',
+    option: 'sporadicRate',
+    kind: 'number',
+    value: 'F',
+    help: 'sporadic random: share of 429s, 0..1',
+    def: '0 (sequential-random: 0.03)',
+  },
+  {
     flag: 'fleet',
     option: 'fleet',
     kind: 'integer',
@@ -223,6 +275,18 @@ const FLAGS: Flag[] = [
     help: 'sim: strategies simulated at once (threads)',
     def: '2',
   },
+  {
+    flag: 'matrix',
+    kind: 'flag',
+    help: 'run every scenario with its defaults for the mode; verdict for staunch',
+    def: 'off',
+  },
+  {
+    flag: 'markdown',
+    kind: 'flag',
+    help: 'with --matrix: print the matrix as Markdown tables',
+    def: 'off',
+  },
   { flag: 'json', kind: 'flag', help: 'print one JSON object instead of the table', def: 'off' },
   {
     flag: 'report',
@@ -238,17 +302,23 @@ const FLAGS: Flag[] = [
 export function labHelp(): string {
   const left = FLAGS.map((f) => `  --${f.flag}${f.value ? ` ${f.value}` : ''}`);
   const width = Math.max(...left.map((l) => l.length)) + 2;
-  const lines = FLAGS.map(
-    (f, i) => `${left[i]!.padEnd(width)}${f.help}${f.def ? ` [default: ${f.def}]` : ''}`,
-  );
+  // Each flag's text wrapped to 100 columns, continued under itself.
+  const lines = FLAGS.flatMap((f, i) => {
+    const text = `${f.help}${f.def ? ` [default: ${f.def}]` : ''}`;
+    return wrap(text, 100 - width).map((l, k) => `${(k === 0 ? left[i]! : '').padEnd(width)}${l}`);
+  });
   const presets = SCENARIOS.map((name) => {
-    const s = PRESETS.sim[name];
-    const l = PRESETS.live[name];
-    const outage = s.server.outages.map((w) => ` outage ${w.start}-${w.end}`).join('');
-    return `  ${name.padEnd(9)} sim: ${s.requests} requests, ${s.arrivals} over ${s.span} ms, capacity ${s.server.capacity}/s${outage}${s.server.failureRate ? `, failure rate ${s.server.failureRate}` : ''}; live: ${l.requests} requests, capacity ${l.server.capacity}/s`;
+    const s = resolveLabOptions({ scenario: name });
+    const l = resolveLabOptions({ scenario: name, mode: 'live' });
+    const size = (c: typeof s) =>
+      c.arrivals === 'closed'
+        ? `${c.concurrency} client${c.concurrency > 1 ? 's' : ''}`
+        : `${c.requests} requests`;
+    return `  ${name.padEnd(18)} ${SCENARIO_SUMMARY[name]}\n  ${''.padEnd(18)} sim: ${size(s)}, capacity ${s.server.capacity}/s; live: ${size(l)}, capacity ${l.server.capacity}/s`;
   });
   return [
     'Usage: staunch lab [options]',
+    '       staunch lab --matrix [--mode sim|live] [--json | --markdown]',
     '',
     'What each retry strategy does to an upstream of limited capacity, against the optimum.',
     'Durations in ms, rates per second.',
@@ -301,6 +371,8 @@ export function parseLabArgs(argv: string[]): {
   json: boolean;
   report: string | undefined;
   help: boolean;
+  matrix: boolean;
+  markdown: boolean;
 } {
   const spec: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }> =
     {};
@@ -347,12 +419,29 @@ export function parseLabArgs(argv: string[]): {
   if (report !== undefined && report.trim() === '') {
     throw new UsageError('--report must be a file name, got ""');
   }
+  const matrix = values.matrix === true;
+  const markdown = values.markdown === true;
+  if (markdown && !matrix) throw new UsageError('--markdown goes with --matrix');
+  if (matrix) {
+    // The matrix runs each scenario with its own defaults: only the mode and the seed may be chosen.
+    const other = Object.keys(options).filter((k) => k !== 'mode' && k !== 'seed');
+    if (other.length > 0 || report !== undefined) {
+      const name = other.length > 0 ? `--${flagOf(other[0]!)}` : '--report';
+      throw new UsageError(
+        `${name} cannot go with --matrix (it runs every scenario's defaults; --mode and --seed may be set)`,
+      );
+    }
+    if (markdown && values.json === true)
+      throw new UsageError('--markdown and --json exclude each other');
+  }
   return {
     options: options as LabOptions,
     workers,
     json: values.json === true,
     report,
     help: values.help === true,
+    matrix,
+    markdown,
   };
 }
 
@@ -377,18 +466,32 @@ export async function labCommand(argv: string[], io: CliIo): Promise<number> {
   } catch (error) {
     return usage(error, io);
   }
+  // The progress line only on a terminal, redrawn in place and cut to the width; off a terminal
+  // only one line as each strategy (or fleet phase) is done, so a log shows where a run was.
   let transient = false;
-  let lastLine = 0;
+  const width = Math.max(40, Math.min(io.columns ?? 100, 100)) - 1;
   const progress = (line: string): void => {
-    if (io.errIsTty) {
-      io.err(`\r\x1b[2K${line}`);
-      transient = true;
-    } else if (Date.now() - lastLine > 5_000 || line.includes('done')) {
-      lastLine = Date.now();
-      io.err(`${line}\n`);
+    if (!io.errIsTty) {
+      if (/ done\b/.test(line)) io.err(`${line}\n`);
+      return;
     }
+    io.err(`\r\x1b[2K${line.length > width ? `${line.slice(0, width - 1)}…` : line}`);
+    transient = true;
   };
   const began = performance.now();
+  if (parsed.matrix) {
+    const mode = parsed.options.mode ?? 'sim';
+    const entries = await runMatrix(
+      { mode, seed: parsed.options.seed },
+      { workers: parsed.workers, progress },
+    );
+    if (transient) io.err('\r\x1b[2K');
+    const wall = ((performance.now() - began) / 1000).toFixed(1);
+    if (parsed.json) io.out(`${JSON.stringify(matrixJson(entries, toJson), null, 2)}\n`);
+    else if (parsed.markdown) io.out(`${matrixMarkdown(entries)}\n`);
+    else io.out(`${renderMatrix(entries)}\nwall time ${wall} s\n`);
+    return 0;
+  }
   const result = await runLab(parsed.options, { workers: parsed.workers, progress });
   if (transient) io.err('\r\x1b[2K');
   const wall = ((performance.now() - began) / 1000).toFixed(1);

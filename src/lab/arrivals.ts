@@ -5,8 +5,12 @@
  */
 import type { Random } from '../internal/clock.js';
 
-/** The arrival pattern of a scenario. */
-export type ArrivalShape = 'burst' | 'steady' | 'instant';
+/**
+ * The arrival pattern of a scenario. `closed`: no schedule, a closed loop of
+ * `concurrency` clients each sending its next request when its previous one
+ * settled, until the span ends (or `requests` were sent).
+ */
+export type ArrivalShape = 'burst' | 'steady' | 'instant' | 'closed';
 
 /**
  * The burst's rate over time, in requests per second: a base rate plus a
@@ -71,6 +75,7 @@ export function arrivalTimes(
   peakRate: number,
   random: Random,
 ): Float64Array {
+  if (shape === 'closed') return new Float64Array(0);
   const out = new Float64Array(requests);
   if (shape === 'instant' || span === 0) return out;
   for (let i = 0; i < requests; i++) out[i] = random();

@@ -6,7 +6,7 @@
 import { arrivalTimes } from './arrivals.js';
 import type { FleetPhaseInfo } from './fleet.js';
 import { computeMetrics, type StrategyMetrics } from './metrics.js';
-import { type Optimum, optimum } from './optimum.js';
+import { completedWithin, type Optimum, optimum } from './optimum.js';
 import type { LabConfig } from './options.js';
 import { seededRandom } from './random.js';
 import {
@@ -24,7 +24,7 @@ export interface StrategyResult extends StrategyMetrics {
   readonly description: string;
   /** Server arrivals over time, for the report. */
   readonly series: ArrivalSeries;
-  /** Latency distribution of successes, for the report. */
+  /** Latency distribution of answers, for the report. */
   readonly latency: LatencyCdf;
   /** Wall time the run took, ms. */
   readonly wallMs: number;
@@ -37,6 +37,13 @@ export interface LabResult {
   readonly optimum: Optimum & { readonly goodput: number };
   /** Where goodput is measured, ms from the start: demand over capacity in the optimum, else the arrival span. */
   readonly window: readonly [number, number];
+  /**
+   * What the goodput window is: `saturated` (demand over capacity in the
+   * optimum), `arrivals` (the arrival span), `span` (a closed loop's
+   * duration), `count` (a closed loop bound by its count: each run over its
+   * own time to the last answer, the optimum over the ideal's).
+   */
+  readonly goodputBy?: 'saturated' | 'arrivals' | 'span' | 'count' | undefined;
   readonly strategies: readonly StrategyResult[];
   /** Fleet runs only (`--fleet`, `--store`): the processes, the store (redacted) and each phase's members. */
   readonly fleet?: FleetRunInfo | undefined;
@@ -75,15 +82,24 @@ export function evaluate(
   arrivals: ArrayLike<number>,
   traces: readonly NamedTrace[],
 ): LabResult {
+  const closed = config.arrivals === 'closed';
   const best = optimum({
     arrivals,
     server: config.server,
     rtt: config.rtt,
     deadline: config.deadline,
     attempts: config.attempts,
+    concurrency: closed ? config.concurrency : 0,
+    span: config.span,
+    requests: config.requests,
   });
   const lastArrival = arrivals.length === 0 ? 0 : arrivals[arrivals.length - 1]!;
-  const window: readonly [number, number] = best.saturated ?? [0, Math.max(1000, lastArrival)];
+  // A closed loop that the ideal client finishes before its span ends is bound by its count:
+  // goodput is then answers over the time each run took to give them (its own last answer).
+  const countBound = closed && best.requests >= config.requests && best.finish < config.span;
+  const window: readonly [number, number] = closed
+    ? [0, countBound ? best.finish : config.span]
+    : (best.saturated ?? [0, Math.max(1000, lastArrival)]);
   const outages = config.server.outages;
   const outageEnd = outages.length === 0 ? undefined : Math.max(...outages.map((w) => w.end));
   let span = Math.max(1000, lastArrival);
@@ -95,7 +111,7 @@ export function evaluate(
     ...computeMetrics(name, trace, {
       deadline: config.deadline,
       capacity: config.server.capacity,
-      window,
+      window: countBound ? [0, lastEnd(trace) + 1e-9] : window,
       outageEnd,
     }),
     description,
@@ -104,16 +120,19 @@ export function evaluate(
     wallMs,
   }));
   const seconds = (window[1] - window[0]) / 1000;
+  const ideal = countBound ? best.successes : completedWithin(best, window[0], window[1]);
   return {
     config,
-    optimum: {
-      ...best,
-      goodput:
-        best.saturated === null
-          ? best.successes / seconds
-          : config.server.capacity * (1 - config.server.failureRate),
-    },
+    optimum: { ...best, goodput: seconds > 0 ? ideal / seconds : 0 },
     window,
+    goodputBy: countBound ? 'count' : closed ? 'span' : best.saturated ? 'saturated' : 'arrivals',
     strategies,
   };
+}
+
+/** When the last request of `trace` settled, ms. */
+function lastEnd(trace: RunTrace): number {
+  let last = 0;
+  for (let i = 0; i < trace.end.length; i++) if (trace.end[i]! > last) last = trace.end[i]!;
+  return last;
 }

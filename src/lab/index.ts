@@ -18,9 +18,11 @@ export type { FleetPhaseInfo } from './fleet.js';
 export { checkRedis, FLEET_STORE_TIMEOUT, runFleet } from './fleet.js';
 export type { FleetMemberInput, FleetMemberResult } from './fleet-member.js';
 export type { LabJson } from './format.js';
-export { describeScenario, renderTable, toJson } from './format.js';
+export { describeScenario, renderTable, toJson, wrap } from './format.js';
 export type { LiveClient, LiveRequest } from './live.js';
-export { runLive, strategyClient } from './live.js';
+export { runLive, strategyClient, withoutPacing } from './live.js';
+export type { MatrixEntry, MatrixOptions, Verdict, VerdictCheck } from './matrix.js';
+export { matrixJson, matrixMarkdown, renderMatrix, runMatrix, verdictOf } from './matrix.js';
 export type { MetricsContext, StrategyMetrics } from './metrics.js';
 export {
   computeMetrics,
@@ -31,8 +33,15 @@ export {
   recoveryTime,
 } from './metrics.js';
 export type { Optimum, OptimumInput } from './optimum.js';
-export { optimum } from './optimum.js';
-export type { LabConfig, LabMode, LabOptions, ScenarioName, StrategyName } from './options.js';
+export { completedWithin, optimum } from './optimum.js';
+export type {
+  LabConfig,
+  LabMode,
+  LabOptions,
+  LoopName,
+  ScenarioName,
+  StrategyName,
+} from './options.js';
 export {
   isFleetRun,
   LabOptionError,
@@ -42,17 +51,33 @@ export {
   resolveLabOptions,
   SCENARIOS,
   STRATEGIES,
+  UNPACED_STRATEGIES,
 } from './options.js';
 export { seededRandom } from './random.js';
 export { renderReport } from './report.js';
 export type { RunLabHooks } from './run.js';
-export { runLab } from './run.js';
+export { progressLine, runLab } from './run.js';
+export type { Preset } from './scenarios.js';
+export { flapping, sendsPacing } from './scenarios.js';
 export type { ArrivalSeries, LatencyCdf } from './series.js';
-export type { Outage, RetryAfterMode, ServerOptions, ServerVerdict } from './server-model.js';
-export { ServerModel } from './server-model.js';
-export { SIM_EPOCH, simulateStrategy } from './sim.js';
+export type {
+  Outage,
+  QuotaKind,
+  RetryAfterMode,
+  ServerOptions,
+  ServerVerdict,
+  SporadicMode,
+} from './server-model.js';
+export {
+  FixedWindow,
+  isAnswer,
+  PACING_HEADERS,
+  responseHeaders,
+  ServerModel,
+} from './server-model.js';
+export { horizon, SIM_EPOCH, simulateStrategy } from './sim.js';
 export type { StrategyConfig } from './strategies.js';
-export { strategyConfig } from './strategies.js';
+export { isLoop, strategyConfig } from './strategies.js';
 export type { RunTrace } from './trace.js';
 export { TraceRecorder } from './trace.js';
 export { VirtualClock } from './virtual-clock.js';

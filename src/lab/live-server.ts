@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo, Socket } from 'node:net';
 import { type FromServer, LAB_ID_HEADER, type ToServer } from './live-protocol.js';
 import { seededRandom } from './random.js';
-import { retryAfterHeaders, ServerModel, type ServerOptions } from './server-model.js';
+import { responseHeaders, ServerModel, type ServerOptions } from './server-model.js';
 
 const lifetime = Number(process.argv[2] ?? 600_000);
 const maxRequests = Number(process.argv[3] ?? 1_000_000);
@@ -51,7 +51,7 @@ const server = createServer((req: IncomingMessage, res: ServerResponse) => {
   arrivals.push(t);
   statuses.push(verdict.status);
   attempts.push(attempt);
-  const headers = verdict.status === 429 ? retryAfterHeaders(options.retryAfter, verdict) : {};
+  const headers = responseHeaders(options.retryAfter, verdict);
   if (verdict.delay <= 0) answer(res, verdict.status, headers);
   else setTimeout(() => answer(res, verdict.status, headers), verdict.delay);
 });

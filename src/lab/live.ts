@@ -9,10 +9,12 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { createFetch } from '../fetch.js';
+import { createFetch, type FetchLike } from '../fetch.js';
+import { memoryStore } from '../store/memory.js';
 import type { NamedTrace } from './evaluate.js';
 import { type FromServer, LAB_ID_HEADER, type ToServer } from './live-protocol.js';
 import type { LabConfig, StrategyName } from './options.js';
+import { isAnswer, PACING_HEADERS } from './server-model.js';
 import { strategyConfig } from './strategies.js';
 import { TraceRecorder } from './trace.js';
 
@@ -40,18 +42,37 @@ export interface LiveClient {
   }): LiveRequest | Promise<LiveRequest>;
 }
 
-/** A staunch strategy as a live client: `createFetch` with the strategy's configuration. */
-export function strategyClient(name: StrategyName, clients = 1): LiveClient {
+/**
+ * The global fetch with the server's pacing headers removed from every
+ * response: what a pure retry loop's executor sees (see strategies.ts).
+ */
+export const withoutPacing: FetchLike = async (input, init) => {
+  const res = await globalThis.fetch(input, init);
+  if (!PACING_HEADERS.some((name) => res.headers.has(name))) return res;
+  const headers = new Headers(res.headers);
+  for (const name of PACING_HEADERS) headers.delete(name);
+  return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+};
+
+/**
+ * A staunch strategy as a live client: `createFetch` with the strategy's
+ * configuration, `clients` of them (round robin), sharing one state store
+ * when `sharedStore`.
+ */
+export function strategyClient(name: StrategyName, clients = 1, sharedStore = false): LiveClient {
   const s = strategyConfig(name);
   return {
     name,
     description: s.description,
     create({ attempts, deadline, outcome }) {
+      const store = sharedStore ? memoryStore() : undefined;
       const fetches = Array.from({ length: clients }, () =>
         createFetch({
           retry: { attempts, ...(s.backoff !== undefined && { backoff: s.backoff }) },
           timeout: { total: deadline },
           ...s.policies,
+          ...(store !== undefined && { store }),
+          ...(!s.pacing && { fetch: withoutPacing }),
           on: { giveUp: (event) => outcome(event.reason) },
         }),
       );
@@ -134,7 +155,8 @@ async function runPhase(
   label: string,
   progress: (line: string) => void,
 ): Promise<NamedTrace> {
-  const n = arrivals.length;
+  const closed = config.arrivals === 'closed';
+  const n = closed ? 0 : arrivals.length;
   const trace = new TraceRecorder(n);
   const request = await client.create({
     attempts: config.attempts,
@@ -155,17 +177,18 @@ async function runPhase(
   const finished = new Promise<void>((resolve) => {
     done = resolve;
   });
+  let loops = closed ? Math.max(1, config.concurrency) : 0;
   const settle = (i: number, ok: boolean) => {
     trace.settle(i, elapsed(), ok);
-    if (trace.settled === n) done();
+    if (!closed && trace.settled === n) done();
   };
-  const launch = (i: number) => {
+  const launch = (i: number): Promise<void> => {
     trace.start[i] = elapsed();
     const controller = new AbortController();
     controllers.add(controller);
-    request(url, { [LAB_ID_HEADER]: String(i) }, controller.signal)
+    return request(url, { [LAB_ID_HEADER]: String(i) }, controller.signal)
       .then(
-        (r) => settle(i, r.status >= 200 && r.status < 300),
+        (r) => settle(i, isAnswer(r.status)),
         (error: unknown) => {
           const code = (error as { code?: unknown } | null)?.code;
           if (typeof code !== 'string' || !code.startsWith('STAUNCH_')) {
@@ -176,15 +199,25 @@ async function runPhase(
       )
       .finally(() => controllers.delete(controller));
   };
+  /** A closed-loop client: its next request the moment the previous one settled, until the span. */
+  const loop = async (): Promise<void> => {
+    while (!timedOut && elapsed() < config.span && trace.start.length < config.requests) {
+      await launch(trace.begin(elapsed()));
+    }
+    if (--loops === 0) done();
+  };
   const tick = () => {
     const now = elapsed();
-    while (next < n && arrivals[next]! <= now) launch(next++);
+    while (next < n && arrivals[next]! <= now) void launch(next++);
     if (next < n) setTimeout(tick, Math.max(0, arrivals[next]! - elapsed()));
   };
-  setTimeout(tick, Math.max(0, t0 - wall()));
+  const first = Math.max(0, t0 - wall());
+  if (closed) setTimeout(() => Array.from({ length: loops }, loop), first);
+  else setTimeout(tick, first);
   const report = setInterval(() => {
     const s = (elapsed() / 1000).toFixed(1);
-    progress(`live ${config.scenario} · ${label}: ${trace.settled}/${n} settled, ${s} s`);
+    const of = closed ? `${trace.start.length} sent` : `${n}`;
+    progress(`live ${config.scenario} · ${label}: ${trace.settled}/${of} settled, ${s} s`);
   }, 500);
   const limit = setTimeout(() => {
     // Every request was issued by then (the limit is past the span): end the stragglers.
@@ -192,7 +225,7 @@ async function runPhase(
     for (const c of controllers) c.abort(new Error('lab: phase time limit'));
   }, phaseLimit(config));
   try {
-    if (n > 0) await finished;
+    if (n > 0 || closed) await finished;
   } finally {
     clearInterval(report);
     clearTimeout(limit);
@@ -243,7 +276,7 @@ export async function runLive(
   hooks: { progress: (line: string) => void; peers: readonly LiveClient[] },
 ): Promise<NamedTrace[]> {
   const clients = [
-    ...config.strategies.map((name) => strategyClient(name, config.clients)),
+    ...config.strategies.map((name) => strategyClient(name, config.clients, config.sharedStore)),
     ...hooks.peers,
   ];
   const lifetime = clients.length * (phaseLimit(config) + 5_000) + 10_000;

@@ -26,6 +26,12 @@ export interface StrategyMetrics {
   /** Latency of successful requests, ms (nearest rank); `null` without any success. */
   readonly p50: number | null;
   readonly p99: number | null;
+  /**
+   * Latency of every request, ms (nearest rank), a failure counted at the
+   * time it failed: a strategy that fails fast does not look fast here.
+   */
+  readonly p50All: number | null;
+  readonly p99All: number | null;
   /** Successes per second completed within the goodput window. */
   readonly goodput: number;
   /** Attempts that reached the upstream per logical request (load amplification). */
@@ -72,6 +78,13 @@ export function successLatencies(trace: RunTrace, deadline: number): Float64Arra
     if (trace.ok[i] === 1 && latency <= deadline) out.push(latency);
   }
   return Float64Array.from(out).sort();
+}
+
+/** Latencies (ms) of every logical request, successes and failures alike, sorted. */
+export function allLatencies(trace: RunTrace): Float64Array {
+  const out = new Float64Array(trace.start.length);
+  for (let i = 0; i < out.length; i++) out[i] = trace.end[i]! - trace.start[i]!;
+  return out.sort();
 }
 
 /** Peak over mean of retry arrivals per `HERD_BIN_MS` bin; `null` under `HERD_MIN_RETRIES` retries. */
@@ -146,6 +159,7 @@ export function computeMetrics(
 ): StrategyMetrics {
   const requests = trace.start.length;
   const latencies = successLatencies(trace, context.deadline);
+  const all = allLatencies(trace);
   const [from, to] = context.window;
   let inWindow = 0;
   for (let i = 0; i < requests; i++) {
@@ -162,6 +176,8 @@ export function computeMetrics(
     requests,
     p50: quantile(latencies, 0.5),
     p99: quantile(latencies, 0.99),
+    p50All: quantile(all, 0.5),
+    p99All: quantile(all, 0.99),
     goodput: to > from ? inWindow / ((to - from) / 1000) : 0,
     attemptsPerRequest: requests === 0 ? 0 : trace.arrivals.length / requests,
     tooManyRequests: refused,

@@ -6,30 +6,49 @@
 import { redactUrl } from '../internal/redact.js';
 import { describe } from '../internal/validate.js';
 import { type ArrivalShape, burstProfile } from './arrivals.js';
-import type { Outage, RetryAfterMode, ServerOptions } from './server-model.js';
+import { PRESETS, SCENARIOS, type ScenarioName, sendsPacing } from './scenarios.js';
+import type {
+  Outage,
+  QuotaKind,
+  RetryAfterMode,
+  ServerOptions,
+  SporadicMode,
+} from './server-model.js';
 
-/** The scenarios the lab knows. */
-export type ScenarioName = 'overload' | 'outage' | 'flaky' | 'herd';
-/** The retry strategies it compares: four backoff loops and staunch's defaults. */
-export type StrategyName = 'fixed' | 'exponential' | 'full-jitter' | 'decorrelated' | 'staunch';
+export type { ScenarioName } from './scenarios.js';
+export { SCENARIOS } from './scenarios.js';
+
+/** The plain retry loops: each backoff alone, and the same loop honouring `Retry-After` (`+ra`). */
+export type LoopName =
+  | 'fixed'
+  | 'fixed+ra'
+  | 'exponential'
+  | 'exponential+ra'
+  | 'full-jitter'
+  | 'full-jitter+ra'
+  | 'decorrelated'
+  | 'decorrelated+ra';
+/** The retry strategies the lab compares: the plain loops and staunch's defaults. */
+export type StrategyName = LoopName | 'staunch';
 /** Virtual time (deterministic) or a real server on loopback. */
 export type LabMode = 'sim' | 'live';
 
-/** Every scenario, in the order the help lists them. */
-export const SCENARIOS: readonly ScenarioName[] = Object.freeze([
-  'overload',
-  'outage',
-  'flaky',
-  'herd',
-]);
 /** Every strategy, in the order the table shows them. */
 export const STRATEGIES: readonly StrategyName[] = Object.freeze([
   'fixed',
+  'fixed+ra',
   'exponential',
+  'exponential+ra',
   'full-jitter',
+  'full-jitter+ra',
   'decorrelated',
+  'decorrelated+ra',
   'staunch',
 ]);
+/** The strategies of a run against an upstream that sends no pacing: the `+ra` loops would equal the pure ones. */
+export const UNPACED_STRATEGIES: readonly StrategyName[] = Object.freeze(
+  STRATEGIES.filter((name) => !name.endsWith('+ra')),
+);
 /** The two modes. */
 export const MODES: readonly LabMode[] = Object.freeze(['sim', 'live']);
 /** How a 429 may announce its wait. */
@@ -45,7 +64,7 @@ export interface LabOptions {
   scenario?: ScenarioName | undefined;
   /** @default 'sim' */
   mode?: LabMode | undefined;
-  /** @default all five, in the order of `STRATEGIES` */
+  /** @default every strategy in the order of `STRATEGIES`; without pacing from the upstream, `UNPACED_STRATEGIES` */
   strategies?: readonly StrategyName[] | undefined;
   /** Seed of every random draw (arrivals, jitter, the server's failures). @default 1 */
   seed?: number | undefined;
@@ -79,6 +98,22 @@ export interface LabOptions {
   attempts?: number | undefined;
   /** Independent staunch clients the requests are spread over (round robin). @default 1 (herd: one per request) */
   clients?: number | undefined;
+  /** The `clients` share one state store (the fleet case, in one process). @default false (fleet: true) */
+  sharedStore?: boolean | undefined;
+  /**
+   * A closed loop of this many clients, each sending its next request when the
+   * previous one settled, until `span` ms (or `requests` sent); 0 = the
+   * scenario's arrival schedule. @default per scenario (quota-4s: 30, sequential: 1)
+   */
+  concurrency?: number | undefined;
+  /** How the upstream counts its capacity. @default 'token-bucket' (window-quota: 'fixed-window') */
+  quota?: QuotaKind | undefined;
+  /** Fixed window length, ms. @default 1000 */
+  window?: number | undefined;
+  /** 429s that do not depend on the rate. @default 'none' (sequential: 'alternate') */
+  sporadic?: SporadicMode | undefined;
+  /** `sporadic: 'random'`: the share of 429s. @default 0 (sequential-random: 0.03) */
+  sporadicRate?: number | undefined;
   /**
    * Live only: processes the requests are spread over (round robin), all
    * against the one upstream; each runs the `staunch` strategy. Above 1 (or
@@ -110,76 +145,18 @@ export interface LabConfig {
   readonly deadline: number;
   readonly attempts: number;
   readonly clients: number;
+  readonly sharedStore: boolean;
+  /** Closed-loop clients (0: open loop). */
+  readonly concurrency: number;
+  /** The share of the optimum the matrix's verdict asks of staunch. */
+  readonly goal: number;
   /** Processes of a fleet run (1: the ordinary in-process run, unless `store` is Redis). */
   readonly fleet: number;
   /** `'local'` or the Redis URL as given (print it with `redactUrl`). */
   readonly store: string;
 }
 
-type Preset = Omit<
-  LabConfig,
-  'scenario' | 'mode' | 'strategies' | 'seed' | 'server' | 'fleet' | 'store'
-> & {
-  server: Omit<ServerOptions, 'burst'>;
-};
-
-const SERVER: Omit<ServerOptions, 'burst' | 'capacity'> = {
-  serviceTime: 50,
-  queue: 0,
-  retryAfter: 'none',
-  rejectCost: 0.1,
-  outages: [],
-  failureRate: 0,
-};
-const CLIENT = { rtt: 2, deadline: 60_000, attempts: 6, clients: 1, peak: 4.9 };
-
-function preset(
-  arrivals: ArrivalShape,
-  requests: number,
-  span: number,
-  server: Partial<ServerOptions> & { capacity: number },
-  extra: Partial<Preset> = {},
-): Preset {
-  return { ...CLIENT, arrivals, requests, span, server: { ...SERVER, ...server }, ...extra };
-}
-
-/**
- * Defaults of each scenario. Sim: the reference burst (100 000 requests
- * peaking at 4.9 × a 2 000 req/s quota). Live: the same shapes scaled down
- * so that a run on loopback stays short and bounded.
- */
-export const PRESETS: Readonly<Record<LabMode, Readonly<Record<ScenarioName, Preset>>>> = {
-  sim: {
-    overload: preset('burst', 100_000, 60_000, { capacity: 2_000 }),
-    outage: preset('steady', 12_000, 60_000, {
-      capacity: 400,
-      outages: [{ start: 10_000, end: 25_000 }],
-    }),
-    flaky: preset('steady', 20_000, 40_000, { capacity: 1_000, failureRate: 0.05 }),
-    herd: preset(
-      'instant',
-      1_000,
-      0,
-      { capacity: 500, outages: [{ start: 0, end: 2_000 }] },
-      { clients: 1_000 },
-    ),
-  },
-  live: {
-    overload: preset('burst', 2_000, 10_000, { capacity: 200 }),
-    outage: preset('steady', 1_200, 20_000, {
-      capacity: 120,
-      outages: [{ start: 5_000, end: 10_000 }],
-    }),
-    flaky: preset('steady', 1_000, 10_000, { capacity: 200, failureRate: 0.05 }),
-    herd: preset(
-      'instant',
-      500,
-      0,
-      { capacity: 250, outages: [{ start: 0, end: 2_000 }] },
-      { clients: 500 },
-    ),
-  },
-};
+export { PRESETS } from './scenarios.js';
 
 /** A Type/RangeError that says which option was wrong and what it accepts. */
 export class LabOptionError extends RangeError {
@@ -252,6 +229,12 @@ const KEYS = [
   'deadline',
   'attempts',
   'clients',
+  'sharedStore',
+  'concurrency',
+  'quota',
+  'window',
+  'sporadic',
+  'sporadicRate',
   'fleet',
   'store',
 ];
@@ -292,7 +275,8 @@ export function resolveLabOptions(options: LabOptions = {}): LabConfig {
   const o = options;
   const scenario = o.scenario === undefined ? 'overload' : oneOf('scenario', o.scenario, SCENARIOS);
   const mode = o.mode === undefined ? 'sim' : oneOf('mode', o.mode, MODES);
-  let strategies = STRATEGIES;
+  const p = PRESETS[mode][scenario];
+  let strategies: readonly StrategyName[] = STRATEGIES;
   if (o.strategies !== undefined) {
     const accepted = `a non-empty list of ${STRATEGIES.join(', ')}`;
     if (!Array.isArray(o.strategies) || o.strategies.length === 0) {
@@ -302,7 +286,6 @@ export function resolveLabOptions(options: LabOptions = {}): LabConfig {
       ...new Set(o.strategies.map((s: unknown) => oneOf('strategies', s, STRATEGIES))),
     ]);
   }
-  const p = PRESETS[mode][scenario];
   const capacity = num('capacity', o.capacity, p.server.capacity, { min: 0, exclusiveMin: true });
   const requests = num('requests', o.requests, p.requests, {
     min: 1,
@@ -311,7 +294,7 @@ export function resolveLabOptions(options: LabOptions = {}): LabConfig {
   });
   const server: ServerOptions = Object.freeze({
     capacity,
-    burst: num('burst', o.burst, Math.max(1, capacity / 10), { min: 1 }),
+    burst: num('burst', o.burst, p.server.burst ?? Math.max(1, capacity / 10), { min: 1 }),
     serviceTime: num('serviceTime', o.serviceTime, p.server.serviceTime, { min: 0 }),
     queue: num('queue', o.queue, p.server.queue, { min: 0, integer: true }),
     retryAfter:
@@ -321,10 +304,19 @@ export function resolveLabOptions(options: LabOptions = {}): LabConfig {
     rejectCost: num('rejectCost', o.rejectCost, p.server.rejectCost, { min: 0, max: 1 }),
     failureRate: num('failureRate', o.failureRate, p.server.failureRate, { min: 0, max: 1 }),
     outages: outagesOf(o.outages, p.server.outages),
+    quota: o.quota === undefined ? p.server.quota : oneOf('quota', o.quota, QUOTAS),
+    window: num('window', o.window, p.server.window ?? 1000, { min: 1 }),
+    sporadic:
+      o.sporadic === undefined ? p.server.sporadic : oneOf('sporadic', o.sporadic, SPORADIC_MODES),
+    sporadicRate: num('sporadicRate', o.sporadicRate, p.server.sporadicRate ?? 0, {
+      min: 0,
+      max: 1,
+    }),
   });
+  if (o.strategies === undefined && !sendsPacing(server)) strategies = UNPACED_STRATEGIES;
   const span = num('span', o.span, p.span, { min: 0 });
   const peak = num('peak', o.peak, p.peak, { min: 0, exclusiveMin: true });
-  if (p.arrivals === 'burst') {
+  if (p.arrivals === 'burst' && o.concurrency === undefined) {
     if (span === 0)
       throw new LabOptionError('span', `a number > 0 for the ${scenario} burst`, span);
     const least = requests / (span / 1000) / capacity;
@@ -363,7 +355,7 @@ export function resolveLabOptions(options: LabOptions = {}): LabConfig {
     requests,
     span,
     peak,
-    arrivals: p.arrivals,
+    arrivals: arrivalsOf(p.arrivals, o.concurrency),
     server,
     rtt: num('rtt', o.rtt, p.rtt, { min: 0 }),
     deadline: num('deadline', o.deadline, p.deadline, {
@@ -376,10 +368,33 @@ export function resolveLabOptions(options: LabOptions = {}): LabConfig {
       requests,
       num('clients', o.clients, p.clients, { min: 1, max: 100_000, integer: true }),
     ),
+    sharedStore: bool('sharedStore', o.sharedStore, p.sharedStore),
+    concurrency: num('concurrency', o.concurrency, p.concurrency, {
+      min: 0,
+      max: 10_000,
+      integer: true,
+    }),
+    goal: p.goal,
     fleet,
     store,
   });
 }
+
+function bool(option: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new LabOptionError(option, 'true or false', value);
+  return value;
+}
+
+/** `concurrency` above 0 turns any scenario into a closed loop; 0 turns a closed one into `steady`. */
+function arrivalsOf(preset: ArrivalShape, concurrency: unknown): ArrivalShape {
+  if (concurrency === undefined) return preset;
+  if (concurrency === 0) return preset === 'closed' ? 'steady' : preset;
+  return 'closed';
+}
+
+const QUOTAS: readonly QuotaKind[] = Object.freeze(['token-bucket', 'fixed-window']);
+const SPORADIC_MODES: readonly SporadicMode[] = Object.freeze(['none', 'alternate', 'random']);
 
 function storeOf(value: unknown): string {
   if (value === undefined || value === 'local') return 'local';

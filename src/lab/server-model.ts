@@ -1,13 +1,23 @@
 /**
  * The upstream of the lab, as a pure model shared by the simulator and the
- * live server: capacity as a token bucket, a service time, an optional
- * queue, refusals that cost capacity, outage windows and random failures.
+ * live server: capacity as a quota (a token bucket, or a fixed window as
+ * many APIs count), a service time, an optional queue, refusals that cost
+ * capacity, outage windows, random failures, and sporadic 429s that do not
+ * depend on the rate (a throttle signal that is not a quota).
  * Times are ms from the start of the run.
  */
 import type { Random } from '../internal/clock.js';
 
 /** How a refusal tells the client when to come back. */
 export type RetryAfterMode = 'none' | 'seconds' | 'ms';
+/** How the upstream counts its capacity. */
+export type QuotaKind = 'token-bucket' | 'fixed-window';
+/**
+ * 429s that are not about the rate: `alternate` answers every other
+ * attempt `429 Retry-After: 0` and the others 404; `random` answers
+ * `429 Retry-After: 0` with probability `sporadicRate`, else as the quota decides.
+ */
+export type SporadicMode = 'none' | 'alternate' | 'random';
 
 /** A window during which every request is answered 503 at once. ms from the run's start, `end` exclusive. */
 export interface Outage {
@@ -17,51 +27,66 @@ export interface Outage {
 
 /** The upstream's settings. */
 export interface ServerOptions {
-  /** Requests per second the upstream can serve. */
+  /** Requests per second the upstream can serve (a fixed window allows `capacity × window / 1000` per window). */
   readonly capacity: number;
-  /** Tokens the bucket holds: requests that may start at once after a quiet spell. */
+  /** Tokens the bucket holds: requests that may start at once after a quiet spell (token bucket). */
   readonly burst: number;
   /** ms between a request's start of service and its response. */
   readonly serviceTime: number;
-  /** Requests that may wait for a token instead of being refused; 0 = no queue. */
+  /** Requests that may wait for a token instead of being refused; 0 = no queue (token bucket). */
   readonly queue: number;
   /** `Retry-After` on a 429: none, whole seconds, or `retry-after-ms`. */
   readonly retryAfter: RetryAfterMode;
-  /** Share of one request's capacity that refusing one request consumes. */
+  /** Share of one request's capacity that refusing one request consumes (token bucket). */
   readonly rejectCost: number;
   /** Windows answering 503. */
   readonly outages: readonly Outage[];
   /** Probability that a served request fails with 503 (no `Retry-After`). */
   readonly failureRate: number;
+  /** @default 'token-bucket' */
+  readonly quota?: QuotaKind | undefined;
+  /** Fixed window: its length, ms; the counter resets at each multiple of it. @default 1000 */
+  readonly window?: number | undefined;
+  /** @default 'none' */
+  readonly sporadic?: SporadicMode | undefined;
+  /** `sporadic: 'random'`: the probability of a 429. @default 0 */
+  readonly sporadicRate?: number | undefined;
 }
 
 /** What the upstream does with one request. */
 export interface ServerVerdict {
-  /** 200, 429 (over capacity) or 503 (outage, random failure). */
+  /** 200, 404 (sporadic: alternate), 429 (over quota, sporadic) or 503 (outage, random failure). */
   readonly status: number;
   /** ms between the request's arrival and its response leaving the server. */
   readonly delay: number;
-  /** On a 429 with a `Retry-After` mode: the wait to announce, in ms. */
+  /** On a 429 over quota with a `Retry-After` mode: the wait to announce, in ms. */
   readonly retryAfter?: number;
+  /** Headers the model sends as they are (rate-limit counters, `Retry-After: 0`). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 const OUTAGE: ServerVerdict = Object.freeze({ status: 503, delay: 0 });
 const REFUSED: ServerVerdict = Object.freeze({ status: 429, delay: 0 });
+const NOW: Readonly<Record<string, string>> = Object.freeze({ 'retry-after': '0' });
+const SPORADIC: ServerVerdict = Object.freeze({ status: 429, delay: 0, headers: NOW });
 
 /**
- * The upstream's state: a token bucket refilled at `capacity` per second up
- * to `burst`. A request takes a token and is served; without a token it
- * waits in the queue if there is room (reserving the next token), else it is
- * refused with 429 and the refusal takes `rejectCost` of a token. The bucket
- * can owe at most one second of capacity to refusals (plus what the queue has
- * reserved): a server stormed by refusals serves nothing until the storm
- * abates, then pays that debt back within a second.
+ * The upstream's state. Token bucket (the default): refilled at `capacity`
+ * per second up to `burst`. A request takes a token and is served; without
+ * a token it waits in the queue if there is room (reserving the next token),
+ * else it is refused with 429 and the refusal takes `rejectCost` of a token.
+ * The bucket can owe at most one second of capacity to refusals (plus what
+ * the queue has reserved): a server stormed by refusals serves nothing until
+ * the storm abates, then pays that debt back within a second.
+ * Fixed window: see {@link FixedWindow}.
  */
 export class ServerModel {
   readonly #o: ServerOptions;
   readonly #random: Random;
+  readonly #window: FixedWindow | undefined;
   #tokens: number;
   #at = 0;
+  #arrivals = 0;
   /** Start times of queued requests, in order. */
   readonly #queued: number[] = [];
   #queueHead = 0;
@@ -70,12 +95,26 @@ export class ServerModel {
     this.#o = options;
     this.#random = random;
     this.#tokens = options.burst;
+    this.#window =
+      options.quota === 'fixed-window'
+        ? new FixedWindow(options.window ?? 1000, options.capacity)
+        : undefined;
   }
 
   /** Decides what happens to a request arriving at `t` (ms; calls must come in time order). */
   arrive(t: number): ServerVerdict {
     const o = this.#o;
     if (inOutage(o.outages, t)) return OUTAGE;
+    const n = this.#arrivals++;
+    if (o.sporadic === 'alternate') {
+      return n % 2 === 1 ? SPORADIC : { status: 404, delay: o.serviceTime };
+    }
+    if (o.sporadic === 'random' && this.#random() < (o.sporadicRate ?? 0)) return SPORADIC;
+    if (this.#window !== undefined) {
+      const verdict = this.#window.arrive(t, o.retryAfter !== 'none');
+      if (verdict.status !== 200) return verdict;
+      return this.#served(t, t, verdict.headers);
+    }
     this.#settle(t);
     let start = t;
     if (this.#tokens >= 1) {
@@ -91,8 +130,15 @@ export class ServerModel {
       const wait = (Math.max(0, 1 - this.#tokens) * 1000) / o.capacity;
       return { status: 429, delay: 0, retryAfter: wait };
     }
+    return this.#served(t, start, undefined);
+  }
+
+  #served(t: number, start: number, headers: ServerVerdict['headers']): ServerVerdict {
+    const o = this.#o;
     const failed = o.failureRate > 0 && this.#random() < o.failureRate;
-    return { status: failed ? 503 : 200, delay: start - t + o.serviceTime };
+    const delay = start - t + o.serviceTime;
+    const status = failed ? 503 : 200;
+    return headers === undefined ? { status, delay } : { status, delay, headers };
   }
 
   #settle(t: number): void {
@@ -114,6 +160,59 @@ export class ServerModel {
   }
 }
 
+/**
+ * A fixed-window quota, as many APIs count: `limit = capacity × window / 1000`
+ * requests per window, the counter reset at each multiple of `window` ms.
+ * Over the limit: 429, with `Retry-After` = the time to the window's end
+ * when hints are on. Every answer carries the counters real APIs send:
+ * `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` (seconds to
+ * the reset) and their `X-RateLimit-*` twins. Refusals cost nothing: the
+ * gateway only compares a counter.
+ */
+export class FixedWindow {
+  readonly #window: number;
+  readonly #limit: number;
+  #index = -1;
+  #used = 0;
+
+  constructor(window: number, capacity: number) {
+    this.#window = window;
+    this.#limit = Math.max(1, Math.floor((capacity * window) / 1000));
+  }
+
+  /** The verdict at `t` (200 = admitted: the caller adds the service time). */
+  arrive(t: number, hint: boolean): ServerVerdict {
+    const index = Math.floor(t / this.#window);
+    if (index !== this.#index) {
+      this.#index = index;
+      this.#used = 0;
+    }
+    const left = (index + 1) * this.#window - t;
+    const reset = String(Math.max(1, Math.ceil(left / 1000)));
+    if (this.#used >= this.#limit) {
+      const headers = this.#headers(0, reset);
+      return hint
+        ? { status: 429, delay: 0, retryAfter: left, headers }
+        : { status: 429, delay: 0, headers };
+    }
+    this.#used++;
+    return { status: 200, delay: 0, headers: this.#headers(this.#limit - this.#used, reset) };
+  }
+
+  #headers(remaining: number, reset: string): Record<string, string> {
+    const limit = String(this.#limit);
+    const left = String(remaining);
+    return {
+      'ratelimit-limit': limit,
+      'ratelimit-remaining': left,
+      'ratelimit-reset': reset,
+      'x-ratelimit-limit': limit,
+      'x-ratelimit-remaining': left,
+      'x-ratelimit-reset': reset,
+    };
+  }
+}
+
 /** Whether `t` falls in one of the outage windows. */
 export function inOutage(outages: readonly Outage[], t: number): boolean {
   for (const w of outages) if (t >= w.start && t < w.end) return true;
@@ -129,4 +228,35 @@ export function retryAfterHeaders(
   if (wait === undefined || mode === 'none') return {};
   if (mode === 'ms') return { 'retry-after-ms': String(Math.max(1, Math.ceil(wait))) };
   return { 'retry-after': String(Math.max(1, Math.ceil(wait / 1000))) };
+}
+
+const EMPTY: Readonly<Record<string, string>> = Object.freeze({});
+
+/** Every header of `verdict`'s response: the model's own, then the `Retry-After` of `mode`. */
+export function responseHeaders(
+  mode: RetryAfterMode,
+  verdict: ServerVerdict,
+): Readonly<Record<string, string>> {
+  if (verdict.retryAfter === undefined || mode === 'none') return verdict.headers ?? EMPTY;
+  return { ...verdict.headers, ...retryAfterHeaders(mode, verdict) };
+}
+
+/** Headers that carry server pacing: what a pure retry loop never sees (see strategies.ts). */
+export const PACING_HEADERS: readonly string[] = Object.freeze([
+  'retry-after',
+  'retry-after-ms',
+  'ratelimit',
+  'ratelimit-policy',
+  'ratelimit-limit',
+  'ratelimit-remaining',
+  'ratelimit-reset',
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+]);
+
+/** A 2xx, or a 4xx other than 408 and 429: the upstream answered the request (a 404 is an answer). */
+export function isAnswer(status: number): boolean {
+  if (status >= 200 && status < 300) return true;
+  return status >= 400 && status < 500 && status !== 408 && status !== 429;
 }

@@ -41,13 +41,28 @@ export function packTrace(trace: RunTrace, wallMs: number): PackedTrace {
 
 const WORKER = new URL('./sim-worker.js', import.meta.url);
 
-function inWorker(config: LabConfig, strategy: StrategyName): Promise<PackedTrace> {
+/** What a worker posts: progress (virtual ms from the start), then its trace. */
+export type WorkerMessage =
+  | { type: 'progress'; at: number }
+  | { type: 'trace'; trace: PackedTrace };
+
+function inWorker(
+  config: LabConfig,
+  strategy: StrategyName,
+  progress: ((virtualMs: number) => void) | undefined,
+): Promise<PackedTrace> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(WORKER, { workerData: { config, strategy } });
+    const worker = new Worker(WORKER, {
+      workerData: { config, strategy, progress: progress !== undefined },
+    });
     let done = false;
-    worker.once('message', (packed: PackedTrace) => {
+    worker.on('message', (message: WorkerMessage) => {
+      if (message.type === 'progress') {
+        progress?.(message.at);
+        return;
+      }
       done = true;
-      resolve(packed);
+      resolve(message.trace);
     });
     worker.once('error', reject);
     worker.once('exit', (code) => {
@@ -60,21 +75,30 @@ async function inThread(
   config: LabConfig,
   strategy: StrategyName,
   arrivals: ArrayLike<number>,
+  progress: ((virtualMs: number) => void) | undefined,
 ): Promise<PackedTrace> {
   const began = performance.now();
-  const trace = await simulateStrategy(config, strategy, arrivals);
+  const trace = await simulateStrategy(config, strategy, arrivals, progress);
   return packTrace(trace, performance.now() - began);
+}
+
+/** What `simulateAll` tells as it goes. */
+export interface SimHooks {
+  /** A strategy finished. */
+  done?: ((name: StrategyName) => void) | undefined;
+  /** A strategy's virtual time reached `virtualMs` (every virtual second). */
+  progress?: ((name: StrategyName, virtualMs: number) => void) | undefined;
 }
 
 /**
  * Simulates every strategy of `config`, at most `workers` at once, and calls
- * `onDone` as each finishes. Results come back in the order of `config.strategies`.
+ * the hooks as they go. Results come back in the order of `config.strategies`.
  */
 export async function simulateAll(
   config: LabConfig,
   arrivals: ArrayLike<number>,
   workers: number,
-  onDone: (name: StrategyName) => void = () => {},
+  hooks: SimHooks = {},
 ): Promise<NamedTrace[]> {
   const parallel = workers > 1 && existsSync(fileURLToPath(WORKER));
   const names = config.strategies;
@@ -84,16 +108,18 @@ export async function simulateAll(
     while (next < names.length) {
       const index = next++;
       const name = names[index]!;
+      const progress =
+        hooks.progress === undefined ? undefined : (at: number) => hooks.progress!(name, at);
       const packed = parallel
-        ? await inWorker(config, name)
-        : await inThread(config, name, arrivals);
+        ? await inWorker(config, name, progress)
+        : await inThread(config, name, arrivals, progress);
       out[index] = {
         name,
         description: strategyConfig(name).description,
         trace: packed,
         wallMs: packed.wallMs,
       };
-      onDone(name);
+      hooks.done?.(name);
     }
   };
   await Promise.all(Array.from({ length: parallel ? Math.min(workers, names.length) : 1 }, lane));

@@ -6,13 +6,24 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { scenarioArrivals } from './evaluate.js';
 import type { LabConfig, StrategyName } from './options.js';
 import { simulateStrategy } from './sim.js';
-import { packTrace } from './sim-pool.js';
+import { packTrace, type WorkerMessage } from './sim-pool.js';
 
-const { config, strategy } = workerData as { config: LabConfig; strategy: StrategyName };
+const { config, strategy, progress } = workerData as {
+  config: LabConfig;
+  strategy: StrategyName;
+  progress: boolean;
+};
+const post = (message: WorkerMessage, transfer?: ArrayBuffer[]): void =>
+  parentPort!.postMessage(message, transfer);
 const began = performance.now();
-const trace = await simulateStrategy(config, strategy, scenarioArrivals(config));
+const trace = await simulateStrategy(
+  config,
+  strategy,
+  scenarioArrivals(config),
+  progress ? (at) => post({ type: 'progress', at }) : undefined,
+);
 const packed = packTrace(trace, performance.now() - began);
-parentPort!.postMessage(packed, [
+post({ type: 'trace', trace: packed }, [
   packed.start.buffer,
   packed.end.buffer,
   packed.ok.buffer,

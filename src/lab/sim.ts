@@ -13,7 +13,7 @@ import { createPolicies } from '../policy/policies.js';
 import { memoryStore } from '../store/memory.js';
 import type { LabConfig, StrategyName } from './options.js';
 import { seededRandom } from './random.js';
-import { retryAfterHeaders, ServerModel } from './server-model.js';
+import { isAnswer, responseHeaders, ServerModel } from './server-model.js';
 import { strategyConfig } from './strategies.js';
 import { TraceRecorder } from './trace.js';
 import { VirtualClock } from './virtual-clock.js';
@@ -30,22 +30,30 @@ interface SimResponse {
 }
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
-const OK: SimResponse = Object.freeze({ status: 200, headers: NO_HEADERS });
-const REFUSED: SimResponse = Object.freeze({ status: 429, headers: NO_HEADERS });
-const UNAVAILABLE: SimResponse = Object.freeze({ status: 503, headers: NO_HEADERS });
 const settled = Promise.resolve();
+/** Virtual ms between two progress reports. */
+const PROGRESS_STEP = 1_000;
+
+/** The virtual ms a run of `config` is expected to last at most: what progress is a share of. */
+export function horizon(config: LabConfig): number {
+  return config.span + (config.arrivals === 'closed' ? 0 : config.deadline);
+}
 
 /**
  * Runs `strategy` against the scenario of `config` in virtual time, with the
- * requests arriving at `arrivals` (ms from the start, sorted).
+ * requests arriving at `arrivals` (ms from the start, sorted; ignored by a
+ * closed loop, whose clients send back to back). `progress` hears the
+ * virtual time (ms from the start) every virtual second.
  * Deterministic: the same config, strategy and arrivals give the same trace.
  */
 export async function simulateStrategy(
   config: LabConfig,
   strategy: StrategyName,
   arrivals: ArrayLike<number>,
+  progress?: (virtualMs: number) => void,
 ): Promise<TraceRecorder> {
-  const n = arrivals.length;
+  const closed = config.arrivals === 'closed';
+  const n = closed ? 0 : arrivals.length;
   const trace = new TraceRecorder(n);
   const clock = new VirtualClock(SIM_EPOCH);
   const server = new ServerModel(config.server, seededRandom(config.seed, 'server'));
@@ -57,6 +65,7 @@ export async function simulateStrategy(
   });
   const timeout = resolveTimeoutOptions({ total: config.deadline });
   const on: StaunchListeners = { giveUp: (event) => trace.outcome(event.reason) };
+  const shared = config.sharedStore ? memoryStore() : undefined;
   const executors = Array.from(
     { length: config.clients },
     () =>
@@ -64,7 +73,7 @@ export async function simulateStrategy(
         clock,
         random,
         on,
-        policies: createPolicies(s.policies, memoryStore(), clock, undefined),
+        policies: createPolicies(s.policies, shared ?? memoryStore(), clock, undefined),
       }),
   );
   const half = config.rtt / 2;
@@ -78,52 +87,79 @@ export async function simulateStrategy(
     timeout,
     secrets: () => [],
   };
+  const now = (): number => clock.elapsed();
 
   const send = (attempt: number): Promise<SimResponse> => {
-    const t = clock.now() - SIM_EPOCH + half;
+    const t = now() + half;
     const verdict = server.arrive(t);
     trace.attempt(t, verdict.status, attempt);
-    const response =
-      verdict.status === 200
-        ? OK
-        : verdict.status === 503
-          ? UNAVAILABLE
-          : verdict.retryAfter === undefined
-            ? REFUSED
-            : { status: 429, headers: retryAfterHeaders(mode, verdict) };
+    // A pure loop never sees the server's pacing: its own backoff is what it is named after.
+    const response: SimResponse = {
+      status: verdict.status,
+      headers: s.pacing ? responseHeaders(mode, verdict) : NO_HEADERS,
+    };
     return new Promise<SimResponse>((resolve) => {
-      clock.at(SIM_EPOCH + t + verdict.delay + half, () => resolve(response));
+      clock.atElapsed(t + verdict.delay + half, () => resolve(response));
     });
   };
+  const exchange: Exchange<SimResponse> = {
+    // The transport ignores the signal: an aborted attempt's response is simply dropped.
+    send: (_signal, attempt) => send(attempt),
+    status: (r) => r.status,
+    headers: (r) => r.headers,
+    discard: () => settled,
+    resendable: () => true,
+  };
 
-  const start = (i: number): void => {
-    trace.start[i] = clock.now() - SIM_EPOCH;
-    const exchange: Exchange<SimResponse> = {
-      // The transport ignores the signal: an aborted attempt's response is simply dropped.
-      send: (_signal, attempt) => send(attempt),
-      status: (r) => r.status,
-      headers: (r) => r.headers,
-      discard: () => settled,
-      resendable: () => true,
+  let active = 0;
+  const start = (i: number, executor: Executor, then: () => void): void => {
+    active++;
+    const done = (ok: boolean): void => {
+      trace.settle(i, now(), ok);
+      active--;
+      then();
     };
-    executors[i % executors.length]!.run(request, exchange).then(
-      (r) => trace.settle(i, clock.now() - SIM_EPOCH, r.status < 400),
+    executor.run(request, exchange).then(
+      (r) => done(isAnswer(r.status)),
       (error: unknown) => {
-        trace.settle(i, clock.now() - SIM_EPOCH, false);
         const code = (error as { code?: unknown } | null)?.code;
         // Policy refusals and deadlines emit giveUp; anything else is counted by its code.
         if (typeof code !== 'string' || !GIVE_UP_CODES.has(code)) trace.outcome(String(code));
+        done(false);
       },
     );
   };
+  const idle = (): void => {};
 
-  for (let i = 0; i < n; i++) {
-    const at = arrivals[i]!;
-    clock.at(SIM_EPOCH + at, () => start(i));
+  if (closed) {
+    // Each client sends its next request the instant its previous one settled, until the span ends.
+    const loop = (executor: Executor): void => {
+      if (now() >= config.span || trace.start.length >= config.requests) return;
+      start(trace.begin(now()), executor, () => loop(executor));
+    };
+    for (let k = 0; k < Math.max(1, config.concurrency); k++) {
+      const executor = executors[k % executors.length]!;
+      clock.atElapsed(0, () => loop(executor));
+    }
+  } else if (n > 0) {
+    // One arrival scheduled at a time: the heap stays small, and arrivals keep their order.
+    const arrive = (i: number): void => {
+      trace.start[i] = now();
+      start(i, executors[i % executors.length]!, idle);
+      if (i + 1 < n) clock.atElapsed(arrivals[i + 1]!, () => arrive(i + 1));
+    };
+    clock.atElapsed(arrivals[0]!, () => arrive(0));
+  }
+  if (progress !== undefined) {
+    const tick = (): void => {
+      progress(now());
+      if (active > 0 || clock.pending > 0) clock.timer(PROGRESS_STEP, tick);
+    };
+    clock.timer(PROGRESS_STEP, tick);
   }
   await clock.run();
-  if (trace.settled !== n) {
-    throw new Error(`lab: ${n - trace.settled} of ${n} simulated requests never settled`);
+  if (active !== 0 || trace.settled !== trace.start.length) {
+    throw new Error(`lab: ${active} simulated requests never settled`);
   }
   return trace;
 }

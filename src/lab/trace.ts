@@ -11,7 +11,7 @@ export interface RunTrace {
   readonly start: ArrayLike<number>;
   /** Per logical request: when it settled (success or not). */
   readonly end: ArrayLike<number>;
-  /** Per logical request: 1 if it got a 2xx, else 0. */
+  /** Per logical request: 1 if it got an answer (a 2xx, or a 4xx other than 408/429: `isAnswer`), else 0. */
   readonly ok: ArrayLike<number>;
   /** Per attempt that reached the upstream, in arrival order: arrival time. */
   readonly arrivals: ArrayLike<number>;
@@ -25,9 +25,9 @@ export interface RunTrace {
 
 /** A growable trace, filled while a run goes. */
 export class TraceRecorder implements RunTrace {
-  readonly start: Float64Array;
-  readonly end: Float64Array;
-  readonly ok: Uint8Array;
+  readonly start: number[];
+  readonly end: number[];
+  readonly ok: number[];
   readonly arrivals: number[] = [];
   readonly statuses: number[] = [];
   readonly attempts: number[] = [];
@@ -35,10 +35,19 @@ export class TraceRecorder implements RunTrace {
   /** Logical requests settled so far. */
   settled = 0;
 
+  /** @param requests logical requests known in advance (open loop); a closed loop adds them with `begin`. */
   constructor(requests: number) {
-    this.start = new Float64Array(requests);
-    this.end = new Float64Array(requests);
-    this.ok = new Uint8Array(requests);
+    this.start = new Array<number>(requests).fill(0);
+    this.end = new Array<number>(requests).fill(0);
+    this.ok = new Array<number>(requests).fill(0);
+  }
+
+  /** A new logical request issued at `t` (closed loop); returns its index. */
+  begin(t: number): number {
+    this.start.push(t);
+    this.end.push(0);
+    this.ok.push(0);
+    return this.start.length - 1;
   }
 
   /** An attempt reached the upstream at `t` and got `status`. */

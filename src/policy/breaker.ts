@@ -344,9 +344,11 @@ export class CircuitBreaker {
           successes: [pending.start, pending.count],
         });
       }
-      if (pending !== undefined) {
+      // A failure of the batch's generation carries it; one of an older generation (admitted
+      // before the circuit last closed) does not count, and leaves the batch for later.
+      if (pending !== undefined && pending.gen === ticket.gen) {
         this.#successes.delete(key);
-        if (pending.gen === ticket.gen) successes = [pending.start, pending.count];
+        successes = [pending.start, pending.count];
       }
     }
     const args: BreakerRecordArgs = {

@@ -207,7 +207,10 @@ export function feedback(
       const hint = {
         sentAt,
         ...(pacing?.remaining !== undefined && { remaining: pacing.remaining }),
-        ...(status === 429 && pacing?.delay !== undefined && { retryAfter: pacing.delay }),
+        ...((status === 429 || status === 503) &&
+          pacing?.delay !== undefined && { retryAfter: pacing.delay }),
+        // The quota is spent: the delay then is its reset (server-delay.ts reads it for remaining 0).
+        ...(pacing?.remaining === 0 && pacing.delay !== undefined && { reset: pacing.delay }),
       };
       const pending = limiter.onResponse(key, status, hint);
       if (pending !== undefined) pending.catch(noop);

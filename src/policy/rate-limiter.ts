@@ -8,7 +8,7 @@
 import { type Clock, noop, startTimer } from '../internal/clock.js';
 import { linkSignal } from '../internal/signals.js';
 import type { StateStore } from '../store/store.js';
-import { METER_BUCKET_MS, type Meter, meterRate, meterRecord } from './rate-meter.js';
+import { METER_BUCKET_MS, type Meter, meterRate, meterRecord, meterSettled } from './rate-meter.js';
 import {
   type RateAcquireArgs,
   type RateAcquireResult,
@@ -18,92 +18,45 @@ import {
   rateFeedback,
   rateRefund,
 } from './rate-ops.js';
+import { ADAPTIVE, type ResolvedRateLimitOptions } from './rate-options.js';
 import { runOp } from './store-call.js';
-import { describeValue, positiveFinite, readNumber, readObject } from './validate.js';
 
-/** A fixed token bucket (`rateLimit: { rps, burst }` in `createFetch`). */
-export interface RateLimitOptions {
-  /** Requests per second, sustained. Required. */
-  rps: number;
-  /**
-   * Requests that may go at once after a quiet spell. The default keeps any
-   * one-second window within `rps` + a tenth, which is what a server's quota
-   * window counts.
-   * @default max(1, rps / 10)
-   */
-  burst?: number | undefined;
-}
-
-/** Validated, frozen rate-limit options. */
-export type ResolvedRateLimitOptions =
-  | { readonly mode: 'adaptive' }
-  | { readonly mode: 'fixed'; readonly rps: number; readonly burst: number };
-
-/** The default: adaptive. */
-export const rateLimitDefaults: ResolvedRateLimitOptions = Object.freeze({ mode: 'adaptive' });
-
-/** Constants of the adaptive mode (the AWS SDKs' values where they have one). */
-export const ADAPTIVE: Readonly<Omit<RateConfig, 'rps' | 'burst'>> = Object.freeze({
-  /** A learned rate is forgotten this long (ms) after the key's last use. */
-  memoryMs: 300_000,
-  /** A throttle multiplies the rate by this. */
-  beta: 0.85,
-  /** CUBIC's C: how fast the rate grows back. */
-  scale: 0.4,
-  /** Floor of the learned rate, per second. */
-  minRate: 0.5,
-  /** The bucket holds a tenth of a second's worth of tokens (at least one). */
-  burstSeconds: 0.1,
-  /** After a decrease, further 429s are ignored for a second (quota windows are commonly 1 s). */
-  holdoffMs: 1_000,
-});
-
-/**
- * Validates `rateLimit`: `'adaptive'`, `true` or `undefined` is adaptive,
- * `false` is off, `{ rps, burst }` is a fixed bucket.
- */
-export function resolveRateLimitOptions(
-  input: 'adaptive' | RateLimitOptions | boolean | undefined,
-): ResolvedRateLimitOptions | false {
-  if (input === false) return false;
-  if (input === true || input === undefined || input === 'adaptive') return rateLimitDefaults;
-  if (typeof input === 'string') {
-    throw new TypeError(
-      `rateLimit must be 'adaptive', false or { rps, burst }, got ${describeValue(input)}`,
-    );
-  }
-  const o = readObject(input, 'rateLimit', ['rps', 'burst']);
-  if (o.rps === undefined)
-    throw new TypeError('rateLimit.rps must be a finite number > 0, got undefined');
-  const rps = readNumber(o, 'rps', 'rateLimit', 1, positiveFinite, 'a finite number > 0');
-  const burst = readNumber(
-    o,
-    'burst',
-    'rateLimit',
-    Math.max(1, rps / 10),
-    (n) => Number.isFinite(n) && n >= 1,
-    'a finite number >= 1',
-  );
-  return Object.freeze({ mode: 'fixed', rps, burst });
-}
+export {
+  ADAPTIVE,
+  type RateLimitOptions,
+  type ResolvedRateLimitOptions,
+  rateLimitDefaults,
+  resolveRateLimitOptions,
+} from './rate-options.js';
 
 /** What a response said about pacing. Times in ms. */
 export interface RateLimitHint {
-  /** The wait the server asked for (`Retry-After`, or the quota's reset when `remaining` is 0). */
+  /**
+   * The wait the server asked for with this 429 or 503 (`Retry-After`): it
+   * paces that request's retry, not the key. `0` on a 429 is not a throttle.
+   */
   retryAfter?: number | undefined;
   /** Requests left in the server's quota (`RateLimit` / `X-RateLimit-Remaining`). */
   remaining?: number | undefined;
   /**
+   * With `remaining: 0`: ms until the quota resets. The quota is spent, so
+   * the whole key pauses until then (once per window).
+   */
+  reset?: number | undefined;
+  /**
    * Clock time the attempt was sent. A 429 for a request sent before the
-   * last decrease does not decrease again (one decrease per round trip);
-   * without it, every 429 decreases.
+   * last cut does not cut again (one cut per round trip), and one sent
+   * before a pause began does not extend it; without it, every 429 counts.
    */
   sentAt?: number | undefined;
 }
 
-/** What {@link RateLimiter.acquire} decides. `retryAfter`: ms until a token would be due. */
+/**
+ * What {@link RateLimiter.acquire} decides. `waited`: ms spent waiting for
+ * the token (0 when none was needed). `retryAfter`: ms until a token would be due.
+ */
 export type RateLimitDecision =
-  | { readonly ok: true }
+  | { readonly ok: true; readonly waited: number }
   | { readonly ok: false; readonly retryAfter: number };
 
 /** Store keys of the rate limiter are `rate:` + the origin key. */
@@ -112,13 +65,25 @@ export const RATE_KEY_PREFIX = 'rate:';
 interface Waiter {
   /** Clock time after which it gives up; Infinity for never. */
   readonly deadline: number;
+  /** Clock time it started waiting. */
+  readonly since: number;
   done: boolean;
   resolve(decision: RateLimitDecision): void;
   reject(reason: unknown): void;
 }
 
 interface Local {
+  /** Sends of this process (the measured send rate). */
   meter: Meter | undefined;
+  /** Responses of this process that were not throttled (the accepted rate). */
+  accepted: Meter | undefined;
+  /** Responses, and 429s among them, halved past 64: the recent 429 fraction. */
+  responses: number;
+  refused: number;
+  /** Clock time of the first response counted. */
+  firstAt: number;
+  /** Whether the counts were halved: they no longer span `firstAt` to now. */
+  halved: boolean;
   active: boolean;
   lastUse: number;
   /** Waiters of this process for this key, in arrival order, from `head` on. */
@@ -132,17 +97,25 @@ interface Local {
   wake: (() => void) | undefined;
 }
 
-const OK: RateLimitDecision = Object.freeze({ ok: true });
+const OK: RateLimitDecision = Object.freeze({ ok: true, waited: 0 });
 const WAKE: unique symbol = Symbol('wake');
 const IDLE_MS = 60_000;
+/**
+ * A 429 engages a key only once this process has seen this many responses
+ * over at least `ENGAGE_SPAN_MS`: a rate measured on one or two sends is
+ * noise (issue 9: one early 429 slowed a sequential client to 2 req/s).
+ */
+export const ENGAGE_SAMPLES = 10;
+export const ENGAGE_SPAN_MS = 500;
 
 /**
  * The rate limiter for every origin key of one client.
  * @example
  * const go = await limiter.acquire(key, remainingMs, signal);
  * if (!go.ok) throw new RateLimitedError(…);   // the wait would not fit
+ * if (go.waited > 0) emit(wait, { reason: 'rate-limit', duration: go.waited });
  * const res = await send();
- * limiter.onResponse(key, res.status, { retryAfter, remaining, sentAt });
+ * limiter.onResponse(key, res.status, { retryAfter, remaining, reset, sentAt });
  */
 export class RateLimiter {
   readonly #cfg: RateConfig;
@@ -190,8 +163,10 @@ export class RateLimiter {
         cancelTimer();
         unlink();
       };
+      const since = this.#clock.now();
       const waiter: Waiter = {
-        deadline: this.#clock.now() + maxWait,
+        deadline: since + maxWait,
+        since,
         done: false,
         resolve: (decision) => {
           finish();
@@ -220,29 +195,58 @@ export class RateLimiter {
   }
 
   /**
-   * Learns from a response of `key`: a 429 (or `remaining: 0`) slows the key
-   * down (adaptive) and `retryAfter` pauses every request of the key until
-   * then (both modes); a 2xx/3xx lets an engaged adaptive key speed up.
+   * Learns from a response of `key` (docs/policies.md, "Signals"): a 429
+   * cuts an adaptive key (engaging it once this process has seen enough
+   * responses); a quota-spent response (`remaining: 0` with a `reset`)
+   * pauses the key until the reset, in both modes; every other response
+   * but a 503 with a hint (404s too) lets an engaged adaptive key grow.
+   * A 429's `retryAfter` paces its own retry only; `Retry-After: 0` is no
+   * throttle at all.
    */
   onResponse(key: string, status: number, hint: RateLimitHint = {}): void | Promise<void> {
     const local = this.#local(key);
     const now = this.#clock.now();
-    const wait = hint.retryAfter;
-    const pauseUntil = wait !== undefined && wait > 0 && Number.isFinite(wait) ? now + wait : null;
-    const throttled = status === 429 || hint.remaining === 0;
+    const reset = hint.reset;
+    const spent =
+      hint.remaining === 0 && reset !== undefined && reset > 0 && Number.isFinite(reset);
+    const pauseUntil = spent ? now + reset : null;
+    const sentAt = hint.sentAt ?? null;
     if (this.#cfg.rps !== null) {
-      if (throttled && pauseUntil !== null)
-        return this.#feedback(key, local, 'pause', pauseUntil, null);
+      if (spent) return this.#feedback(key, local, 'pause', pauseUntil, sentAt);
       return;
     }
+    const throttled = status === 429 && (hint.retryAfter !== 0 || spent);
+    const neutral =
+      !throttled && (status === 429 || (status === 503 && hint.retryAfter !== undefined));
+    if (!neutral) this.#count(local, throttled, now);
     if (throttled) {
       const joining = !local.active;
+      if (joining && !spent && !this.#enough(local, now)) return;
       local.active = true;
-      return this.#feedback(key, local, 'throttle', pauseUntil, hint.sentAt ?? null, joining);
+      return this.#feedback(key, local, 'throttle', pauseUntil, sentAt, joining);
     }
-    if (local.active && status >= 200 && status < 400) {
-      return this.#feedback(key, local, 'success', null, null);
+    if (spent) {
+      local.active = true;
+      return this.#feedback(key, local, 'pause', pauseUntil, sentAt);
     }
+    if (!neutral && local.active) return this.#feedback(key, local, 'success', null, sentAt);
+  }
+
+  /** Counts a response for the accepted rate and the recent 429 fraction. */
+  #count(local: Local, refused: boolean, now: number): void {
+    if (local.responses === 0) local.firstAt = now;
+    if (local.responses >= 64) {
+      local.responses /= 2;
+      local.refused /= 2;
+      local.halved = true;
+    }
+    local.responses++;
+    if (refused) local.refused++;
+    else local.accepted = meterRecord(local.accepted, now);
+  }
+
+  #enough(local: Local, now: number): boolean {
+    return local.responses >= ENGAGE_SAMPLES && now - local.firstAt >= ENGAGE_SPAN_MS;
   }
 
   /**
@@ -339,7 +343,8 @@ export class RateLimiter {
 
   #grant(local: Local, waiter: Waiter): void {
     this.#sent(local);
-    waiter.resolve(OK);
+    const waited = this.#clock.now() - waiter.since;
+    waiter.resolve(waited > 0 ? { ok: true, waited } : OK);
   }
 
   /** Sleeps `ms`, or until a pause or decrease of this key wakes the pump. */
@@ -375,11 +380,18 @@ export class RateLimiter {
     joining = false,
   ): Promise<void> {
     const now = this.#clock.now();
+    // Until the counts are halved they span firstAt..now: a mean over that
+    // span, unlike the meter, is not deflated by a client's idle spells
+    // (every loop sleeping out a Retry-After, say).
+    const span = Math.max(ENGAGE_SPAN_MS, now - local.firstAt) / 1000;
+    const mean = (n: number) => (local.halved ? 0 : n / span);
     const args = {
       cfg: this.#cfg,
       signal,
       pauseUntil,
-      measured: meterRate(local.meter, now),
+      measured: Math.max(meterRate(local.meter, now), mean(local.responses)),
+      accepted: Math.max(meterSettled(local.accepted, now), mean(local.responses - local.refused)),
+      fraction: local.responses > 0 ? local.refused / local.responses : 0,
       sentAt,
       ...(joining && { joining }),
     };
@@ -404,6 +416,11 @@ export class RateLimiter {
       if (++this.#calls >= 1024 && this.#calls >= this.#keys.size) this.#sweep();
       local = {
         meter: undefined,
+        accepted: undefined,
+        responses: 0,
+        refused: 0,
+        firstAt: 0,
+        halved: false,
         active: false,
         lastUse: this.#clock.now(),
         queue: [],

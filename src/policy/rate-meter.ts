@@ -48,3 +48,22 @@ export function meterRate(m: Meter | undefined, now: number): number {
   if (bucket > m[0]) return smoothed(m, bucket);
   return Math.max(m[2], m[1] / (METER_BUCKET_MS / 1000));
 }
+
+/**
+ * The meter moved `ms` later (whole buckets): time the key spent paused
+ * never counts as idle, so a pause does not deflate the rate it measures.
+ */
+export function meterShift(m: Meter | null, ms: number): Meter | null {
+  if (m === null || !(ms > 0)) return m;
+  return [m[0] + Math.floor(ms / METER_BUCKET_MS) * METER_BUCKET_MS, m[1], m[2]];
+}
+
+/**
+ * The average over closed buckets only (no partial bucket scaled up): an
+ * estimate that a burst does not inflate, for floors that must not overshoot.
+ */
+export function meterSettled(m: Meter | null | undefined, now: number): number {
+  if (m === undefined || m === null) return 0;
+  const bucket = bucketOf(now);
+  return bucket > m[0] ? smoothed(m, bucket) : m[2];
+}

@@ -5,86 +5,48 @@
  * in the AWS SDKs' adaptive retry mode). Pure; see docs/policies.md.
  */
 import type { Json, StoreOperation, StoreUpdate } from '../store/store.js';
-import { METER_BUCKET_MS, type Meter, meterRate, meterRecord } from './rate-meter.js';
+import { METER_BUCKET_MS, meterRate, meterRecord, meterSettled, meterShift } from './rate-meter.js';
+import {
+  CUT_DEEPEST,
+  FUTILE_BAND,
+  FUTILE_MAX,
+  type RateAcquireArgs,
+  type RateAcquireResult,
+  type RateConfig,
+  type RateFeedbackArgs,
+  type RateFeedbackResult,
+  type RateRefundArgs,
+  type RateState,
+  type RateTally,
+  TALLY_MIN,
+  TALLY_REFUSED,
+} from './rate-types.js';
 
-/** Rate limiter settings as the operations receive them. Rates per second, times in ms. */
-export type RateConfig = {
-  /** Fixed rate; `null` = adaptive (the rate is learned and kept in the state). */
-  rps: number | null;
-  /** Fixed bucket size; `null` = adaptive (`max(1, rate × burstSeconds)`). */
-  burst: number | null;
-  /** Adaptive: how long a learned rate outlives the key's last use. */
-  memoryMs: number;
-  /** Adaptive: multiplicative decrease on a throttle. */
-  beta: number;
-  /** Adaptive: CUBIC scale constant C. */
-  scale: number;
-  /** Adaptive: the learned rate never goes below this. */
-  minRate: number;
-  /** Adaptive: the bucket holds this many seconds' worth of tokens (at least 1). */
-  burstSeconds: number;
-  /**
-   * Adaptive: after a decrease, 429s are not taken as news for this long (ms).
-   * A quota counted in fixed windows keeps refusing until its window ends,
-   * whatever the new rate: those refusals say nothing about it.
-   */
-  holdoffMs: number;
-};
+export type {
+  RateAcquireArgs,
+  RateAcquireResult,
+  RateConfig,
+  RateFeedbackArgs,
+  RateFeedbackResult,
+  RateRefundArgs,
+  RateSignal,
+  RateState,
+  RateTally,
+} from './rate-types.js';
 
-/** State JSON of one rate-limit key. */
-export type RateState = {
-  /** Tokens at time `at`; negative when tokens are reserved ahead. */
-  tokens: number;
-  /** Epoch ms the `tokens` count refers to; in the future while paused. */
-  at: number;
-  /** Bumped whenever outstanding reservations are void (pause, rate decrease). */
-  epoch: number;
-  /** Adaptive: the learned rate, per second (> 0 once engaged); 0 when fixed. */
-  rate: number;
-  /** Adaptive: the rate before the last decrease (CUBIC's W_max). */
-  wMax: number;
-  /** Adaptive: epoch ms of the last decrease. */
-  lastDecrease: number;
-  /** Adaptive: the fleet's send rate, measured on granted tokens at their due time. */
-  meter: Meter | null;
-};
-
-/** Arguments of {@link rateAcquire}. `maxWait: null` = no limit. `epoch`: the reservation held, if any. */
-export type RateAcquireArgs = { cfg: RateConfig; maxWait: number | null; epoch: number | null };
-/** Result of {@link rateAcquire}. */
-export type RateAcquireResult =
-  | { ok: true; wait: number; epoch: number; engaged: boolean; rate: number }
-  | { ok: false; retryAfter: number };
-/** Arguments of {@link rateRefund}. */
-export type RateRefundArgs = { cfg: RateConfig; epoch: number };
-/** What the server said: slow down (429 or quota at 0), a pause only, or a success. */
-export type RateSignal = 'throttle' | 'pause' | 'success';
-/** Arguments of {@link rateFeedback}. */
-export type RateFeedbackArgs = {
-  cfg: RateConfig;
-  signal: RateSignal;
-  /** Epoch ms before which no token is handed out, or `null`. */
-  pauseUntil: number | null;
-  /** This process's measured send rate, per second. */
-  measured: number;
-  /** Epoch ms the throttled request was sent, or `null` if unknown. */
-  sentAt: number | null;
-  /**
-   * A throttle from a process whose limiter was not pacing this key yet (its
-   * first 429): its request did not test the shared rate, so an engaged key
-   * is left as it is and the process joins it (absent = false).
-   */
-  joining?: boolean;
-};
-/** Result of {@link rateFeedback}: `reset` = outstanding reservations are now void. */
-export type RateFeedbackResult = { engaged: boolean; reset: boolean };
+const isNumber = (x: unknown): x is number => typeof x === 'number';
+const isMeter = (m: unknown): boolean =>
+  m === null || (Array.isArray(m) && isNumber(m[0]) && isNumber(m[1]) && isNumber(m[2]));
 
 function readState(json: Json | undefined): RateState | undefined {
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return undefined;
-  const s = json as Partial<RateState>;
-  return typeof s.tokens === 'number' && typeof s.at === 'number' && typeof s.epoch === 'number'
-    ? (s as RateState)
-    : undefined;
+  const s = json as Partial<Record<keyof RateState, unknown>>;
+  const numbers = [s.tokens, s.at, s.epoch, s.plateau, s.low, s.rate, s.wMax, s.lastDecrease];
+  if (!numbers.every(isNumber) || !isNumber(s.pausedAt) || !isNumber(s.before)) return undefined;
+  if (!isMeter(s.meter) || !isMeter(s.ok)) return undefined;
+  const t = s.tally;
+  if (!Array.isArray(t) || ![t[0], t[1], t[2], t[3]].every(isNumber)) return undefined;
+  return json as RateState;
 }
 
 function rateOf(s: RateState, cfg: RateConfig): number {
@@ -104,6 +66,12 @@ function fixedFresh(cfg: RateConfig, now: number): RateState {
     wMax: 0,
     lastDecrease: 0,
     meter: null,
+    plateau: 0,
+    ok: null,
+    pausedAt: 0,
+    before: 0,
+    tally: [0, 0, 0, 0],
+    low: 0,
   };
 }
 
@@ -190,34 +158,162 @@ export const rateRefund: StoreOperation<RateRefundArgs, null> = Object.freeze({
   },
 });
 
+function bucketOf(t: number): number {
+  return Math.floor(t / METER_BUCKET_MS) * METER_BUCKET_MS;
+}
+
+/** Epoch ms the growth curve from `rate` passes `wMax` (at once if `rate ≥ wMax`). */
+function plateauOf(rate: number, wMax: number, cfg: RateConfig, now: number): number {
+  return now + 1000 * Math.cbrt(Math.max(0, 1 - rate / wMax) / cfg.scale);
+}
+
+/** Notes the rate in force when a request refused since the last cut was sent. */
+function lowered(s: RateState, cfg: RateConfig, sentAt: number): RateState {
+  if (sentAt <= s.lastDecrease) return s;
+  const t = (sentAt - s.plateau) / 1000;
+  const at = Math.max(cfg.minRate, Math.min(s.rate, s.wMax * (1 + cfg.scale * t ** 3)));
+  return s.low > 0 && s.low <= at ? s : { ...s, low: at };
+}
+
+/** Counts a response in the tally, by when its request was sent (before the last cut: not at all). */
+function tallied(s: RateState, cfg: RateConfig, sentAt: number, refused: boolean): RateState {
+  if (sentAt <= s.lastDecrease) return s;
+  const [n, k, n2, k2] = s.tally;
+  const add = refused ? 1 : 0;
+  const tally: RateTally =
+    sentAt < s.lastDecrease + cfg.holdoffMs ? [n + 1, k + add, n2, k2] : [n, k, n2 + 1, k2 + add];
+  return { ...s, tally };
+}
+
+/**
+ * Where a cut (or the engagement) lands: β × the rate in force, but never
+ * below the accepted rate (what the server let through: a quota's own rate,
+ * or all but the few a server refuses at random) and never above the rate
+ * in force. The curve then regains `wMax`, the rate in force, within about
+ * a second (exactly one for a cut by β).
+ */
+function aim(cfg: RateConfig, base: number, accepted: number, inForce: number, depth: number) {
+  const rate = Math.max(cfg.minRate, Math.min(inForce, Math.max(accepted, base * depth)));
+  return { rate, wMax: Math.max(rate, base) };
+}
+
+/** The key engaged from one process's estimates: its accepted rate, or β × its send rate. */
+function engage(
+  epoch: number,
+  cfg: RateConfig,
+  measured: number,
+  accepted: number,
+  fraction: number,
+  now: number,
+): RateState {
+  const { rate, wMax } = aim(cfg, measured, accepted, Number.POSITIVE_INFINITY, cfg.beta);
+  return {
+    tokens: 0,
+    at: now,
+    epoch: epoch + 1,
+    rate,
+    wMax,
+    lastDecrease: now,
+    meter: [bucketOf(now), 0, measured],
+    plateau: plateauOf(rate, wMax, cfg, now),
+    ok: [bucketOf(now), 0, accepted],
+    pausedAt: 0,
+    before: fraction,
+    tally: [0, 0, 0, 0],
+    low: 0,
+  };
+}
+
 function increase(s: RateState, cfg: RateConfig, now: number): RateState {
   const settled = settle(s, cfg, now);
-  const t = (now - s.lastDecrease) / 1000;
-  const k = Math.cbrt((s.wMax * (1 - cfg.beta)) / cfg.scale);
-  const cubic = cfg.scale * (t - k) ** 3 + s.wMax;
+  const t = (now - s.plateau) / 1000;
+  const cubic = s.wMax * (1 + cfg.scale * t ** 3);
   // Twice the measured send rate bounds the growth, so an unused rate does not
   // run away; it never pulls the rate down (idle time is not a throttle).
   const ceiling = 2 * meterRate(s.meter ?? undefined, now);
   const rate = Math.max(s.rate, cfg.minRate, Math.min(cubic, ceiling));
-  const next = { ...settled, rate };
+  const next = { ...settled, rate, ok: meterRecord(s.ok ?? undefined, now) };
   return { ...next, tokens: Math.min(next.tokens, burstOf(next, cfg)) };
 }
 
-function decrease(s: RateState, cfg: RateConfig, base: number, now: number): RateState {
+/**
+ * Cuts from the rate in force (or the send rate, if less) to the accepted
+ * rate (see `aim`). The 429 fraction that led here is kept to judge the
+ * next cut by.
+ */
+function decrease(s: RateState, cfg: RateConfig, measured: number, accepted: number, now: number) {
   const settled = settle(s, cfg, now);
-  const rate = Math.max(cfg.minRate, base * cfg.beta);
-  return { ...settled, rate, wMax: base, lastDecrease: now, tokens: 0, epoch: s.epoch + 1 };
+  const sent = Math.max(meterRate(s.meter ?? undefined, now), measured);
+  const base = Math.min(s.rate, sent, s.low > 0 ? s.low : s.rate);
+  const floor = Math.max(meterSettled(s.ok, now), accepted);
+  const [n, k, n2, k2] = s.tally;
+  const before = n2 >= TALLY_MIN ? k2 / n2 : n + n2 > 0 ? (k + k2) / (n + n2) : s.before;
+  // Paced sends refused at a fraction f say the server takes (1 − f) of the
+  // rate in force: cut that deep when it is deeper than β (at most to a
+  // quarter, against a noisy tally), so that far above a quota the rate
+  // gets there in one cut instead of one β per hold-off.
+  const depth =
+    n + n2 >= TALLY_MIN ? Math.max(CUT_DEEPEST, Math.min(cfg.beta, 1 - before)) : cfg.beta;
+  const { rate, wMax } = aim(cfg, base, floor, s.rate, depth);
+  const cut = rate < s.rate;
+  return {
+    ...settled,
+    rate,
+    wMax,
+    lastDecrease: now,
+    plateau: plateauOf(rate, wMax, cfg, now),
+    // A real cut voids the reservations made at the old rate; none keeps them.
+    tokens: cut ? 0 : settled.tokens,
+    epoch: cut ? s.epoch + 1 : s.epoch,
+    before,
+    tally: [0, 0, 0, 0] as RateTally,
+    low: 0,
+  };
 }
 
 /**
- * `staunch.rate.feedback`: learns from a response. `success` (adaptive,
- * engaged): the rate follows the CUBIC curve from the last decrease, grown
- * no further than twice the measured send rate, and never lowered.
- * `throttle` (adaptive): engages the key at `beta × measured`, or if engaged
- * decreases from min(rate, measured) unless the throttled request was sent
- * before the last decrease (one decrease per round trip) or the last decrease
- * is less than `holdoffMs` old (a windowed quota refuses until its window ends). `pauseUntil` (any
- * signal but success): no token before then.
+ * The last cut did not lower the 429 fraction: the responses to requests
+ * sent within the hold-off after it are refused as often as before it. A
+ * quota answers a lower rate with fewer 429s; this pattern does not.
+ */
+function futile(s: RateState): boolean {
+  const [n, k] = s.tally;
+  if (!(s.before > 0) || s.before > FUTILE_MAX || n < TALLY_MIN || k < TALLY_REFUSED) return false;
+  const f = k / n;
+  return f <= FUTILE_MAX && f * FUTILE_BAND >= s.before && f <= s.before * FUTILE_BAND;
+}
+
+/** A process joining an engaged key adds its accepted rate to the fleet's; never lowers it. */
+function join(s: RateState, cfg: RateConfig, accepted: number, now: number): RateState {
+  const rate = meterSettled(s.ok, now) + accepted;
+  if (!(rate > s.rate)) return s;
+  const wMax = Math.max(s.wMax, rate);
+  return { ...settle(s, cfg, now), rate, wMax, plateau: plateauOf(rate, wMax, cfg, now) };
+}
+
+/** A quota-spent pause: no token before `until`; the meters skip the paused time. */
+function pause(s: RateState, cfg: RateConfig, until: number, now: number): RateState {
+  const settled = settle(s, cfg, now);
+  const paused = until - Math.max(now, s.at);
+  return {
+    ...settled,
+    at: until,
+    tokens: 1,
+    epoch: s.epoch + 1,
+    pausedAt: now,
+    meter: meterShift(s.meter, paused),
+    ok: meterShift(s.ok, paused),
+  };
+}
+
+/**
+ * `staunch.rate.feedback`: learns from a response; see docs/policies.md for
+ * each rule and why. `success` grows an engaged adaptive key along the
+ * CUBIC curve. `throttle` engages the key from the process's estimates, or
+ * joins it, or cuts it (once per hold-off, for requests sent after the last
+ * cut, unless the last cut proved futile). `pauseUntil` (any signal): the
+ * quota is spent, no token before then (once per window: only for requests
+ * sent after the last pause began).
  */
 export const rateFeedback: StoreOperation<RateFeedbackArgs, RateFeedbackResult> = Object.freeze({
   name: 'staunch.rate.feedback',
@@ -226,42 +322,48 @@ export const rateFeedback: StoreOperation<RateFeedbackArgs, RateFeedbackResult> 
     args: RateFeedbackArgs,
     now: number,
   ): StoreUpdate<RateFeedbackResult> {
-    const { cfg, signal, pauseUntil, measured, sentAt } = args;
+    const { cfg, signal, pauseUntil, measured, accepted } = args;
+    const sentAt = args.sentAt ?? now;
     const stored = readState(json);
     let s: RateState | undefined = engaged(stored, cfg) ? stored : undefined;
-    if (signal === 'success') {
-      if (s === undefined || cfg.rps !== null) {
-        const result = { engaged: s !== undefined, reset: false };
-        return s === undefined ? { state: undefined, ttl: 0, result } : write(s, cfg, now, result);
-      }
-      return write(increase(s, cfg, now), cfg, now, { engaged: true, reset: false });
-    }
     let reset = false;
-    if (signal === 'throttle' && cfg.rps === null) {
+    if (cfg.rps === null) {
       if (s === undefined) {
-        const fresh: RateState = {
-          tokens: 0,
-          at: now,
-          epoch: stored?.epoch ?? 0,
-          rate: 0,
-          wMax: 0,
-          lastDecrease: now,
-          meter: [Math.floor(now / METER_BUCKET_MS) * METER_BUCKET_MS, 0, measured],
-        };
-        s = decrease(fresh, cfg, measured, now);
-        reset = true;
-      } else if (args.joining === true) {
-        // Joins the shared rate as it is: neither lowered nor raised.
-      } else if ((sentAt ?? now) >= s.lastDecrease && now >= s.lastDecrease + cfg.holdoffMs) {
-        const fleet = Math.max(meterRate(s.meter ?? undefined, now), measured);
-        s = decrease(s, cfg, Math.min(s.rate, fleet), now);
-        reset = true;
+        if (signal !== 'success') {
+          s = engage(stored?.epoch ?? 0, cfg, measured, accepted, args.fraction, now);
+          reset = true;
+        }
+      } else if (signal === 'success') {
+        s = increase(tallied(s, cfg, sentAt, false), cfg, now);
+      } else if (signal === 'throttle') {
+        s = lowered(tallied(s, cfg, sentAt, true), cfg, sentAt);
+        if (args.joining === true) {
+          s = join(s, cfg, accepted, now);
+        } else if (sentAt >= s.lastDecrease && now >= s.lastDecrease + cfg.holdoffMs) {
+          if (futile(s)) {
+            // Hold: keep the rate and grow from it afresh (the curve's plateau
+            // here, so growth resumes gently instead of where a second of
+            // convex growth had left it); judge again on the next hold-off.
+            s = {
+              ...s,
+              wMax: Math.max(s.rate, cfg.minRate),
+              plateau: now,
+              lastDecrease: now,
+              tally: [0, 0, 0, 0],
+              low: 0,
+            };
+          } else {
+            const cut = decrease(s, cfg, measured, accepted, now);
+            reset = cut.epoch !== s.epoch;
+            s = cut;
+          }
+        }
       }
     }
     if (pauseUntil !== null && pauseUntil > now) {
       if (s === undefined && cfg.rps !== null) s = fixedFresh(cfg, now);
-      if (s !== undefined && pauseUntil > s.at) {
-        s = { ...settle(s, cfg, now), at: pauseUntil, tokens: 1, epoch: s.epoch + 1 };
+      if (s !== undefined && pauseUntil > s.at && sentAt >= s.pausedAt) {
+        s = pause(s, cfg, pauseUntil, now);
         reset = true;
       }
     }

@@ -148,6 +148,19 @@ function count(value: string | undefined): number | undefined {
 }
 
 /**
+ * Whether a response carries a rate-limit header the limiter learns from
+ * even on a success (`RateLimit`, `RateLimit-Remaining`, `X-RateLimit-Remaining`):
+ * a quota at 0 with a reset says to pause before any 429.
+ */
+export function hasQuotaHeaders(headers: HeaderSource): boolean {
+  return (
+    readHeader(headers, 'ratelimit') !== undefined ||
+    readHeader(headers, 'x-ratelimit-remaining') !== undefined ||
+    readHeader(headers, 'ratelimit-remaining') !== undefined
+  );
+}
+
+/**
  * Reads every pacing hint of a response. The most precise valid hint wins:
  * `retry-after-ms`, then `Retry-After`, then the `RateLimit` draft (`t=`, or
  * `reset=` / `RateLimit-Reset` of earlier drafts), then `X-RateLimit-Reset`.

@@ -1,14 +1,11 @@
 /** Bodies and keys are the same, byte for byte, on every attempt. */
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { client } from '../helpers/harness.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
+import { closeAfterEach } from '../helpers/teardown.js';
 
 let server: TestServer;
-let stop: () => void = () => {};
-afterEach(async () => {
-  stop();
-  await server?.close();
-});
+const open = closeAfterEach();
 
 /** 503 to the first two requests, then 200. */
 async function flaky() {
@@ -16,11 +13,12 @@ async function flaky() {
     res.statusCode = i < 2 ? 503 : 200;
     res.end();
   });
+  open.add(server);
 }
 
 function keyed(options: Parameters<typeof client>[0] = {}) {
   const c = client(options);
-  stop = c.stop;
+  open.defer(c.stop);
   return c.fetch;
 }
 
@@ -105,7 +103,7 @@ test('a Request input is cloned once: every attempt sends its body, the callerâ€
 test('per-request fields never reach the transport', async () => {
   await flaky();
   const c = client();
-  stop = c.stop;
+  open.defer(c.stop);
   await c.fetch(server.url, {
     method: 'PUT',
     body: 'b',

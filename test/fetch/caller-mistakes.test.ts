@@ -4,22 +4,19 @@
  * retried, never a breaker failure, never charged to the budget, and it never
  * blacks out a healthy upstream.
  */
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { createFetch, type StaunchFetch, type StaunchListeners } from '../../src/index.js';
 import { createFetch as createUndiciFetch } from '../../src/undici/index.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
+import { closeAfterEach } from '../helpers/teardown.js';
 
 const SECRET = 'SENTINEL-mistake-5d1e';
 
 let server: TestServer;
-const cleanup: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0)) await fn();
-  await server?.close();
-});
+const cleanup = closeAfterEach();
 
 async function healthy(): Promise<TestServer> {
-  server = await httpServer((_req, res) => res.end('ok'));
+  server = cleanup.add(await httpServer((_req, res) => res.end('ok')));
   return server;
 }
 
@@ -130,7 +127,7 @@ describe('the caller’s own mistakes', () => {
         },
         random: () => 0,
       });
-      cleanup.push(() => f.dispatcher.close());
+      cleanup.add(f.dispatcher);
       return { fetch: f, calls: () => calls };
     });
   });
@@ -152,7 +149,7 @@ describe('the caller’s own mistakes', () => {
       if (req.url === '/reset') req.socket.destroy();
       else res.end('ok');
     });
-    cleanup.push(() => s.close());
+    cleanup.add(s);
     const t = counting(fetch);
     const f = createFetch({ fetch: t.fetch, random: () => 0 });
     const err = await f(`${s.url}/reset`).catch((e: unknown) => e);

@@ -1,21 +1,19 @@
 /** Deadlines that always hold, and a caller's abort that wins at once. */
 import { getEventListeners } from 'node:events';
 import type { Socket } from 'node:net';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { DeadlineExceededError, isStaunchError, StaunchError } from '../../src/index.js';
 import { flush, until } from '../helpers/clock.js';
 import { client } from '../helpers/harness.js';
 import { httpServer, type RawServer, rawServer, type TestServer } from '../helpers/server.js';
+import { closeAfterEach } from '../helpers/teardown.js';
 
-const cleanup: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0)) await fn();
-});
+const cleanup = closeAfterEach();
 
 /** A server that reads the request and never answers. */
 async function silent(): Promise<RawServer> {
   const server = await rawServer(() => {});
-  cleanup.push(() => server.close());
+  cleanup.add(server);
   return server;
 }
 
@@ -24,14 +22,14 @@ async function always503(): Promise<TestServer> {
     res.statusCode = 503;
     res.end('down');
   });
-  cleanup.push(() => server.close());
+  cleanup.add(server);
   return server;
 }
 
 /** A client whose clock moves only when the test moves it. */
 function manual(options: Parameters<typeof client>[0] = {}) {
   const c = client(options, { hold: () => true });
-  cleanup.push(c.stop);
+  cleanup.defer(c.stop);
   return c;
 }
 
@@ -151,7 +149,7 @@ describe('timeout.total', () => {
 
 test('a server that accepts and closes at once settles: retried, then a staunch error', async () => {
   const server = await rawServer((socket: Socket) => socket.destroy());
-  cleanup.push(() => server.close());
+  cleanup.add(server);
   const { fetch, clock } = manual({ retry: 2, timeout: { attempt: 1000 } });
   const result = settled(fetch(server.url));
   // Node 20's fetch may hang on such a peer; the attempt deadline still holds.

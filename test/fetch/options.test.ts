@@ -1,7 +1,7 @@
 /** Bad options fail loudly when the client is built; events are typed and safe. */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import {
   type AttemptEvent,
   createFetch,
@@ -10,6 +10,7 @@ import {
 } from '../../src/index.js';
 import { client } from '../helpers/harness.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
+import { closeAfterEach } from '../helpers/teardown.js';
 
 describe('createFetch rejects bad options with an error naming the option and the value', () => {
   test.each([
@@ -69,17 +70,14 @@ describe('createFetch rejects bad options with an error naming the option and th
 
 describe('events', () => {
   let server: TestServer;
-  let stop = () => {};
-  afterEach(async () => {
-    stop();
-    await server?.close();
-  });
+  const open = closeAfterEach();
 
   test('attempt, retry and giveUp carry typed, redacted payloads; a throwing listener breaks nothing', async () => {
     server = await httpServer((_req, res) => {
       res.statusCode = 503;
       res.end();
     });
+    open.add(server);
     const seen: string[] = [];
     const attempts: AttemptEvent[] = [];
     const c = client({
@@ -98,7 +96,7 @@ describe('events', () => {
         },
       },
     });
-    stop = c.stop;
+    open.defer(c.stop);
     const res = await c.fetch(`${server.url}/a?token=abc123&x=1`);
     expect(res.status).toBe(503);
     expect(seen).toEqual([
@@ -139,20 +137,17 @@ test('the core entry imports no node: module and no package', () => {
 
 describe('giveUp carries what a deferred replay needs', () => {
   let server: TestServer;
-  let stop = () => {};
-  afterEach(async () => {
-    stop();
-    await server?.close();
-  });
+  const open = closeAfterEach();
 
   test('a keyed POST: method, URL, body, key; no secret header; not printed with the event', async () => {
     server = await httpServer((_req, res) => {
       res.statusCode = 503;
       res.end();
     });
+    open.add(server);
     const events: GiveUpEvent[] = [];
     const c = client({ on: { giveUp: (e) => events.push(e) } });
-    stop = c.stop;
+    open.defer(c.stop);
     await c.fetch(`${server.url}/orders`, {
       method: 'POST',
       body: '{"sku":42}',
@@ -183,9 +178,10 @@ describe('giveUp carries what a deferred replay needs', () => {
       res.statusCode = 500;
       res.end();
     });
+    open.add(server);
     const events: GiveUpEvent[] = [];
     const c = client({ on: { giveUp: (e) => events.push(e) } });
-    stop = c.stop;
+    open.defer(c.stop);
     await c.fetch(server.url, { method: 'PUT', body: new Uint8Array([1, 2, 255]) });
     await c.fetch(server.url, { method: 'POST', body: 'x' });
     expect(events[0]!.replay).toMatchObject({ body: 'AQL/', bodyEncoding: 'base64' });
@@ -200,18 +196,14 @@ describe('giveUp carries what a deferred replay needs', () => {
 
 describe('the end event: once per logical request, after every other event of it', () => {
   let server: TestServer | undefined;
-  let stop: (() => void) | undefined;
-  afterEach(async () => {
-    stop?.();
-    await server?.close();
-    server = undefined;
-  });
+  const open = closeAfterEach();
 
   test('a response after a retry, a refusal without retry, and a network error', async () => {
     server = await httpServer((_req, res, index) => {
       res.statusCode = index === 0 ? 503 : index === 1 ? 200 : 404;
       res.end();
     });
+    open.add(server);
     const order: string[] = [];
     const ends: unknown[] = [];
     const c = client({
@@ -224,7 +216,7 @@ describe('the end event: once per logical request, after every other event of it
         },
       },
     });
-    stop = c.stop;
+    open.defer(c.stop);
     expect((await c.fetch(`${server.url}/a?api_key=SENTINEL`)).status).toBe(200);
     expect(order).toEqual(['attempt', 'retry', 'attempt', 'end']);
     expect((await c.fetch(`${server.url}/b`)).status).toBe(404);

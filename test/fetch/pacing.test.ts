@@ -1,15 +1,12 @@
 /** Server pacing: honoured, capped, and never slept past the deadline. */
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { GiveUpEvent, RetryEvent } from '../../src/index.js';
 import { client, waits } from '../helpers/harness.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
+import { closeAfterEach } from '../helpers/teardown.js';
 
 let server: TestServer;
-let stop: () => void = () => {};
-afterEach(async () => {
-  stop();
-  await server?.close();
-});
+const open = closeAfterEach();
 
 /** 429 with `headers` to the first request, then 200. */
 async function pacedOnce(headers: (now: number) => Record<string, string>, now: () => number) {
@@ -17,6 +14,7 @@ async function pacedOnce(headers: (now: number) => Record<string, string>, now: 
     if (i === 0) res.writeHead(429, headers(now()));
     res.end(i === 0 ? 'slow down' : 'ok');
   });
+  open.add(server);
 }
 
 function setup(options: Parameters<typeof client>[0] = {}) {
@@ -28,7 +26,7 @@ function setup(options: Parameters<typeof client>[0] = {}) {
     ...options,
     on: { retry: (e) => events.retry.push(e), giveUp: (e) => events.giveUp.push(e) },
   });
-  stop = c.stop;
+  open.defer(c.stop);
   return { ...c, events };
 }
 
@@ -81,7 +79,7 @@ describe('a hint is honoured: the delay is at least what the server asked', () =
   test('the spread separates clients told the same second', async () => {
     const delays: number[] = [];
     for (const r of [0, 0.5, 0.99]) {
-      const { fetch, clock } = setup({ random: () => r });
+      const { fetch, clock, stop } = setup({ random: () => r });
       await pacedOnce(() => ({ 'retry-after': '2' }), clock.now);
       await fetch(server.url);
       delays.push(waits(clock)[0]!);
@@ -122,6 +120,7 @@ describe('a hint that cannot lead to success ends the retrying at once', () => {
       res.statusCode = 503;
       res.end();
     });
+    open.add(server);
     const { fetch, events } = setup({ random: () => 0.999, timeout: { total: 1_000 }, retry: 5 });
     const res = await fetch(server.url);
     expect(res.status).toBe(503);

@@ -3,25 +3,22 @@
  * connection never starves (npm undici's fetch on an Agent with one connection).
  */
 import { Agent, fetch as undiciFetch } from 'undici';
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { client } from '../helpers/harness.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
+import { closeAfterEach } from '../helpers/teardown.js';
 
 let server: TestServer;
 let agent: Agent;
-let stop: () => void = () => {};
-afterEach(async () => {
-  stop();
-  await agent?.close();
-  await server?.close();
-});
+const open = closeAfterEach();
 
 function onePool() {
   agent = new Agent({ connections: 1, pipelining: 1 });
+  open.add(agent);
   const transport = ((input: string, init: RequestInit) =>
     undiciFetch(input, { ...(init as object), dispatcher: agent })) as unknown as typeof fetch;
   const c = client({ retry: 4 }, { transport });
-  stop = c.stop;
+  open.defer(c.stop);
   return c.fetch;
 }
 
@@ -38,6 +35,7 @@ async function failingWith(size: number, chunked = false) {
       res.end('ok');
     }
   });
+  open.add(server);
 }
 
 test.each([

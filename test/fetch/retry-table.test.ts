@@ -3,7 +3,7 @@
  * they received.
  */
 import { createServer } from 'node:http';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import {
   exponentialBackoff,
   type GiveUpEvent,
@@ -12,11 +12,9 @@ import {
 } from '../../src/index.js';
 import { client, waits } from '../helpers/harness.js';
 import { closedPort, httpServer, rawServer } from '../helpers/server.js';
+import { closeAfterEach } from '../helpers/teardown.js';
 
-const cleanup: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0)) await fn();
-});
+const cleanup = closeAfterEach();
 
 /** A server answering `statuses[i]` to the i-th request, then 200. */
 async function answering(statuses: number[], headers: Record<string, string> = {}) {
@@ -25,7 +23,7 @@ async function answering(statuses: number[], headers: Record<string, string> = {
     res.writeHead(status, status === 200 ? {} : headers);
     res.end(status === 200 ? 'ok' : `failure ${i}`);
   });
-  cleanup.push(() => server.close());
+  cleanup.add(server);
   return server;
 }
 
@@ -44,7 +42,7 @@ function setup(options: Parameters<typeof client>[0] = {}, hold?: () => boolean)
     },
     hold === undefined ? {} : { hold },
   );
-  cleanup.push(c.stop);
+  cleanup.defer(c.stop);
   return { ...c, events };
 }
 
@@ -76,7 +74,7 @@ async function opensOnRetry(options: Parameters<typeof client>[0] = {}) {
           }).listen(port, '127.0.0.1', () => {
             opening = false;
           });
-          cleanup.push(() => new Promise((r) => server?.close(r)));
+          cleanup.defer(() => new Promise((r) => server?.close(r)));
         },
       },
     },
@@ -199,7 +197,7 @@ describe('reset after the request was sent: replayable requests only', () => {
     const server = await rawServer((socket) => {
       socket.once('data', () => socket.destroy());
     });
-    cleanup.push(() => server.close());
+    cleanup.add(server);
     return server;
   }
 

@@ -6,7 +6,7 @@
  * description, which names what it removed instead.
  */
 import { inspect } from 'node:util';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import {
   CircuitOpenError,
   createFetch,
@@ -21,16 +21,14 @@ import {
 } from '../../src/index.js';
 import { createFetch as createUndiciFetch } from '../../src/undici/index.js';
 import { httpServer, type RawServer, rawServer } from '../helpers/server.js';
+import { closeAfterEach } from '../helpers/teardown.js';
 
 const PASSWORD = 'SENTINEL-pw-1b7c';
 const API_KEY = 'SENTINEL-key-9e2d';
 const TOKEN = 'SENTINEL-qs-4a0f';
 const SENTINEL = 'SENTINEL';
 
-const cleanup: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0)) await fn();
-});
+const cleanup = closeAfterEach();
 
 /** Every rendering of an error and of the events a logger could make. */
 function everything(err: unknown, events: unknown[]): string {
@@ -89,7 +87,7 @@ function quotingTransport(hold?: () => void) {
 /** Resets every connection once the request arrived: a maybe-sent failure. */
 async function resetting(): Promise<RawServer> {
   const server = await rawServer((socket) => socket.once('data', () => socket.destroy()));
-  cleanup.push(() => server.close());
+  cleanup.add(server);
   return server;
 }
 
@@ -165,9 +163,9 @@ describe('no secret in any error staunch throws, its cause chain, or an event', 
           if (!chunk.toString().includes('/hold')) socket.destroy();
         }),
       );
-      cleanup.push(() => server.close());
+      cleanup.add(server);
       const controller = new AbortController();
-      cleanup.push(() => controller.abort());
+      cleanup.defer(() => controller.abort());
       const take = () => {
         taker?.(`http://127.0.0.1:${server.port}/hold`, { signal: controller.signal }).catch(
           () => {},
@@ -201,7 +199,7 @@ describe('no secret in any error staunch throws, its cause chain, or an event', 
 
   test('DeadlineExceededError', async () => {
     const server = await httpServer(() => {});
-    cleanup.push(() => server.close());
+    cleanup.add(server);
     const { err, events } = await run({ retry: fast, timeout: { total: 50 } }, secretUrl(server));
     expect(err).toBeInstanceOf(DeadlineExceededError);
     expect(everything(err, events)).not.toContain(SENTINEL);
@@ -210,7 +208,7 @@ describe('no secret in any error staunch throws, its cause chain, or an event', 
   test('SsrfBlockedError (staunch/undici)', async () => {
     const events: unknown[] = [];
     const fetch = createUndiciFetch({ ssrf: true, on: listeners(events) });
-    cleanup.push(() => fetch.dispatcher.close());
+    cleanup.add(fetch.dispatcher);
     const err = await fetch(`http://127.0.0.1:9999/v1?api_key=${TOKEN}`, { headers }).catch(
       (e: unknown) => e,
     );
@@ -235,7 +233,7 @@ describe('giveUp replay descriptions (item 6)', () => {
       res.writeHead(503);
       res.end();
     });
-    cleanup.push(() => server.close());
+    cleanup.add(server);
     const replays: unknown[] = [];
     const fetch = createFetch({
       retry: fast,

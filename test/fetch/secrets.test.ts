@@ -1,15 +1,13 @@
 /** A sentinel secret, sent every way a secret travels, must surface nowhere. */
 import { inspect } from 'node:util';
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { createFetch, isStaunchError } from '../../src/index.js';
 import { client } from '../helpers/harness.js';
 import { closedPort, rawServer } from '../helpers/server.js';
+import { closeAfterEach } from '../helpers/teardown.js';
 
 const SECRET = 'SENTINEL-c2VjcmV0-7f3a9c';
-const cleanup: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0)) await fn();
-});
+const cleanup = closeAfterEach();
 
 function everything(err: unknown, events: unknown[]): string {
   const parts: string[] = [
@@ -37,7 +35,7 @@ function recorded(options: Parameters<typeof client>[0] = {}) {
       giveUp: (e) => events.push(e),
     },
   });
-  cleanup.push(c.stop);
+  cleanup.defer(c.stop);
   return { ...c, events };
 }
 
@@ -64,7 +62,7 @@ test('refused connection: nothing in errors, causes, inspect, JSON or events', a
 
 test('reset after sending, every secret header and a URL password', async () => {
   const server = await rawServer((socket) => socket.once('data', () => socket.destroy()));
-  cleanup.push(() => server.close());
+  cleanup.add(server);
   const { fetch, events } = recorded();
   const err = await fetch(`${server.url}/x?access_token=${SECRET}`, {
     method: 'POST',

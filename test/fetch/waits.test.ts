@@ -4,16 +4,14 @@
  * sleep under it), and a deadline error names the deadline that expired.
  */
 import { getEventListeners } from 'node:events';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { DeadlineExceededError } from '../../src/index.js';
 import { until } from '../helpers/clock.js';
 import { client } from '../helpers/harness.js';
 import { httpServer, rawServer } from '../helpers/server.js';
+import { closeAfterEach } from '../helpers/teardown.js';
 
-const cleanup: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0)) await fn();
-});
+const cleanup = closeAfterEach();
 
 describe('sleeps under one signal', () => {
   test('24 requests in their backoff under one signal: one listener on it, no warning', async () => {
@@ -21,13 +19,13 @@ describe('sleeps under one signal', () => {
       res.statusCode = 503;
       res.end();
     });
-    cleanup.push(() => server.close());
+    cleanup.add(server);
     const warnings: Error[] = [];
     const onWarning = (w: Error) => warnings.push(w);
     process.on('warning', onWarning);
-    cleanup.push(() => process.off('warning', onWarning));
+    cleanup.defer(() => process.off('warning', onWarning));
     const c = client({ retry: 3, breaker: false, budget: false }, { hold: () => true });
-    cleanup.push(c.stop);
+    cleanup.defer(c.stop);
     const controller = new AbortController();
     const all = Array.from({ length: 24 }, (_, i) =>
       c.fetch(`${server.url}/${i}`, { signal: controller.signal }),
@@ -45,12 +43,12 @@ describe('sleeps under one signal', () => {
 describe('DeadlineExceededError names the deadline that expired', () => {
   test('total: 700 with attempts of 300: the last attempt ends on the total, ms = 700', async () => {
     const server = await rawServer(() => {});
-    cleanup.push(() => server.close());
+    cleanup.add(server);
     const c = client(
       { retry: { attempts: 5, backoff: () => 5 }, timeout: { total: 700, attempt: 300 } },
       { hold: () => true },
     );
-    cleanup.push(c.stop);
+    cleanup.defer(c.stop);
     const result = c.fetch(server.url).catch((e: unknown) => e);
     for (let i = 0; i < 20 && c.clock.pending().length > 0; i++) {
       await c.clock.runNext();

@@ -7,20 +7,20 @@
  */
 import ky, { HTTPError } from 'ky';
 import { createFetch as createOfetch, FetchError } from 'ofetch';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { createFetch, type StaunchFetch } from '../../src/index.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
+import { closeAfterEach } from '../helpers/teardown.js';
 
 let server: TestServer;
-afterEach(async () => {
-  await server?.close();
-});
+const open = closeAfterEach();
 
 async function failing(): Promise<TestServer> {
   server = await httpServer((_req, res) => {
     res.writeHead(500, { 'content-type': 'application/json' });
     res.end('{"error":"boom"}');
   });
+  open.add(server);
   return server;
 }
 
@@ -75,6 +75,7 @@ describe('ofetch wrapping staunch', () => {
 
   test('a POST with ofetch’s body and the idempotencyKey shorthand is sent with the key', async () => {
     server = await httpServer((_req, res) => res.end('{"ok":true}'));
+    open.add(server);
     const { fetch } = staunch();
     const $fetch = createOfetch({ fetch: fetch as typeof globalThis.fetch });
     const data = await $fetch(server.url, {

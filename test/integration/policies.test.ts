@@ -2,7 +2,7 @@
  * The four policies against real servers on 127.0.0.1, in virtual time: the
  * server counts what reaches it, the client's clock is the fake one.
  */
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import {
   type BreakerStateChangeEvent,
   CircuitOpenError,
@@ -13,15 +13,13 @@ import {
 import { flush, until } from '../helpers/clock.js';
 import { client } from '../helpers/harness.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
+import { closeAfterEach } from '../helpers/teardown.js';
 
-const cleanup: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0)) await fn();
-});
+const cleanup = closeAfterEach();
 
 async function serve(handler: Parameters<typeof httpServer>[0]): Promise<TestServer> {
   const server = await httpServer(handler);
-  cleanup.push(() => server.close());
+  cleanup.add(server);
   return server;
 }
 
@@ -38,7 +36,7 @@ function setup(options: Parameters<typeof client>[0] = {}, hold?: () => boolean)
     },
     hold === undefined ? {} : { hold },
   );
-  cleanup.push(c.stop);
+  cleanup.defer(c.stop);
   return { ...c, events };
 }
 

@@ -3,19 +3,17 @@
  * wait: a `wait` event per wait (reason, duration), and the `retry` event's
  * `delay` is the real time from the failure to the next attempt.
  */
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { RetryEvent, WaitEvent } from '../../src/index.js';
 import { client } from '../helpers/harness.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
+import { closeAfterEach } from '../helpers/teardown.js';
 
-const cleanup: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0)) await fn();
-});
+const cleanup = closeAfterEach();
 
 async function serve(handler: Parameters<typeof httpServer>[0]): Promise<TestServer> {
   const server = await httpServer(handler);
-  cleanup.push(() => server.close());
+  cleanup.add(server);
   return server;
 }
 
@@ -26,7 +24,7 @@ function setup(options: Parameters<typeof client>[0]) {
     ...options,
     on: { wait: (e) => waits.push(e), retry: (e) => retries.push(e) },
   });
-  cleanup.push(c.stop);
+  cleanup.defer(c.stop);
   return { ...c, waits, retries };
 }
 
@@ -78,5 +76,25 @@ describe('wait events', () => {
     expect(retries[0]!.delaySource).toBe('retry-after');
     expect(retries[0]!.delay).toBe(waits[0]!.duration);
     expect(retries[0]!.delay).toBeGreaterThanOrEqual(2_000);
+  });
+
+  test('a 200 saying the quota is spent (X-RateLimit-Remaining: 0) holds the next request until the reset', async () => {
+    const arrivals: number[] = [];
+    const box: { now?: () => number } = {};
+    const server = await serve((_req, res, i) => {
+      arrivals.push(box.now!());
+      if (i === 0) {
+        const reset = Math.ceil((box.now!() + 3_000) / 1000);
+        res.writeHead(200, { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(reset) });
+      }
+      res.end();
+    });
+    const { fetch, clock, waits } = setup({});
+    box.now = () => clock.now();
+    expect((await fetch(server.url)).status).toBe(200);
+    expect((await fetch(server.url)).status).toBe(200);
+    // No 429 was needed: the second request waited in the limiter for the window's reset.
+    expect(arrivals[1]! - arrivals[0]!).toBeGreaterThanOrEqual(2_000);
+    expect(waits.some((w) => w.reason === 'rate-limit' && w.duration >= 2_000)).toBe(true);
   });
 });

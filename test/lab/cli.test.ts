@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/index.js';
 import { closedPort } from '../helpers/server.js';
 
-async function cli(...argv: string[]) {
+async function run(tty: boolean, argv: string[]) {
   let out = '';
   let err = '';
   const code = await main(argv, {
@@ -15,10 +15,11 @@ async function cli(...argv: string[]) {
     err: (t) => {
       err += t;
     },
-    errIsTty: false,
+    errIsTty: tty,
   });
   return { code, out, err };
 }
+const cli = (...argv: string[]) => run(false, argv);
 
 const dir = mkdtempSync(join(tmpdir(), 'staunch-lab-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -27,11 +28,11 @@ describe('staunch lab: bad input', () => {
   it.each([
     [
       ['--scenario', 'storm'],
-      '--scenario must be one of overload, outage, flaky, herd, got "storm"',
+      '--scenario must be one of overload, window-quota, outage, outage-20, flapping, flaky, herd, sequential, sequential-random, quota-4s, fleet, got "storm"',
     ],
     [
       ['--strategies', 'fixed,yolo'],
-      '--strategies must be one of fixed, exponential, full-jitter, decorrelated, staunch, got "yolo"',
+      '--strategies must be one of fixed, fixed+ra, exponential, exponential+ra, full-jitter, full-jitter+ra, decorrelated, decorrelated+ra, staunch, got "yolo"',
     ],
     [['--mode', 'turbo'], '--mode must be one of sim, live, got "turbo"'],
     [['--capacity', 'lots'], '--capacity must be a number, got "lots"'],
@@ -62,6 +63,14 @@ describe('staunch lab: bad input', () => {
       ['--mode', 'live', '--fleet', '2', '--strategies', 'fixed,staunch'],
       '--strategies must be staunch in a fleet run (the one strategy with state to share), got "fixed,staunch"',
     ],
+    [['--markdown'], '--markdown goes with --matrix'],
+    [
+      ['--matrix', '--requests', '5'],
+      "--requests cannot go with --matrix (it runs every scenario's defaults; --mode and --seed may be set)",
+    ],
+    [['--matrix', '--json', '--markdown'], '--markdown and --json exclude each other'],
+    [['--quota', 'leaky'], '--quota must be one of token-bucket, fixed-window, got "leaky"'],
+    [['--concurrency', '-1'], '--concurrency must be an integer >= 0 and <= 10000, got -1'],
   ])('%j → one line naming the flag, exit code 2', async (argv, message) => {
     const r = await cli('lab', ...argv);
     expect(r.code).toBe(2);
@@ -104,6 +113,8 @@ describe('staunch lab: help and output', () => {
   it('--help lists every flag with its default', async () => {
     const r = await cli('lab', '--help');
     expect(r.code).toBe(0);
+    // A flag's text wraps at 100 columns, continued under itself.
+    const unwrapped = r.out.replace(/\n {20,}/g, ' ');
     for (const flag of [
       'scenario',
       'mode',
@@ -124,17 +135,27 @@ describe('staunch lab: help and output', () => {
       'deadline',
       'attempts',
       'clients',
+      'shared-store',
+      'concurrency',
+      'quota',
+      'window',
+      'sporadic',
+      'sporadic-rate',
+      'matrix',
+      'markdown',
       'fleet',
       'store',
       'workers',
       'json',
       'report',
     ]) {
-      expect(r.out).toMatch(new RegExp(`--${flag}\\b.*\\[default: [^\\]]+\\]`));
+      expect(unwrapped).toMatch(new RegExp(`--${flag}\\b.*\\[default: [^\\]]+\\]`));
     }
-    expect(r.out).toContain('overload  sim: 100000 requests');
-    expect(r.out).toMatch(/--fleet P .*staunch strategy only.*\[default: 1\]/);
-    expect(r.out).toMatch(/--store STORE .*\[default: local\]/);
+    expect(r.out).toMatch(/^ {2}overload +a burst peaking/m);
+    expect(r.out).toMatch(/sim: 100000 requests, capacity 2000\/s; live: 2000 requests/);
+    for (const line of r.out.split('\n')) expect(line.length, line).toBeLessThanOrEqual(100);
+    expect(unwrapped).toMatch(/--fleet P .*staunch strategy only.*\[default: 1\]/);
+    expect(unwrapped).toMatch(/--store STORE .*\[default: local\]/);
   });
 
   it('--json prints one object with the documented shape; --report writes the page', async () => {
@@ -190,5 +211,25 @@ describe('staunch lab: help and output', () => {
       expect(r.out).toMatch(new RegExp(`^${name}\\s`, 'm'));
     }
     expect(r.out).toContain('5.0 % random 503');
+    for (const line of r.out.split('\n')) expect(line.length, line).toBeLessThanOrEqual(100);
+    // Off a terminal: no progress line, one line per strategy done.
+    expect(r.err).not.toContain('\r');
+    expect(r.err).not.toContain('virtual time');
+    expect(r.err).toMatch(/^sim flaky: staunch done \(5\/5, [\d.]+ s\)$/m);
+  });
+
+  it('shows a progress line on a terminal: strategy, share of virtual time, ETA', async () => {
+    const r = await run(true, [
+      'lab',
+      ...['--requests', '400', '--capacity', '50', '--span', '8000', '--workers', '1'],
+      ...['--strategies', 'fixed,staunch'],
+    ]);
+    expect(r.code).toBe(0);
+    // Each redraw: carriage return, erase the line (ESC [2K), the line.
+    expect(r.err).toContain('\r\u001b[2Ksim overload · ');
+    expect(r.err).toMatch(
+      /sim overload · (fixed|staunch) \d+ % of virtual time · finished \d\/2 · ETA/,
+    );
+    for (const line of r.err.split('\r')) expect(line.length).toBeLessThanOrEqual(104);
   });
 });

@@ -4,7 +4,7 @@
  * probe's verdict (no attempt counted, no budget charged) and goes once the
  * circuit closes; the others fail fast. Real servers, virtual time.
  */
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import {
   CircuitOpenError,
   type GiveUpEvent,
@@ -15,11 +15,9 @@ import {
 import { until } from '../helpers/clock.js';
 import { client } from '../helpers/harness.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
+import { closeAfterEach } from '../helpers/teardown.js';
 
-const cleanup: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0)) await fn();
-});
+const cleanup = closeAfterEach();
 
 /** A server answering 503 while `down()` says so, 200 otherwise; `at` logs the client clock of each arrival. */
 async function upstream(down: () => boolean, at: number[], now: () => number): Promise<TestServer> {
@@ -28,7 +26,7 @@ async function upstream(down: () => boolean, at: number[], now: () => number): P
     res.statusCode = down() ? 503 : 200;
     res.end();
   });
-  cleanup.push(() => server.close());
+  cleanup.add(server);
   return server;
 }
 
@@ -48,7 +46,7 @@ function setup(options: Parameters<typeof client>[0] = {}) {
       retry: (e) => events.retry.push(e),
     },
   });
-  cleanup.push(c.stop);
+  cleanup.defer(c.stop);
   return { ...c, events };
 }
 

@@ -54,11 +54,13 @@ function setup(options: RateLimitOptions | 'adaptive' = 'adaptive') {
   return { clock, memory, store, limiter, state, log, track, mark, run };
 }
 
-/** Sends `n` requests `every` ms apart through an inactive adaptive limiter (measures the rate). */
+/** Sends `n` requests `every` ms apart through an inactive adaptive limiter, each answered 200. */
 async function warm(s: ReturnType<typeof setup>, n: number, every: number) {
   for (let i = 0; i < n; i++) {
+    const sentAt = s.clock.now();
     await s.limiter.acquire(KEY, 1_000);
     await s.clock.advance(every);
+    await s.limiter.onResponse(KEY, 200, { sentAt });
   }
 }
 
@@ -125,13 +127,14 @@ describe('RateLimiter, fixed', () => {
 
   it('refuses at once a wait over maxWait, and reserves nothing for it', async () => {
     const s = setup({ rps: 1, burst: 1 });
-    expect(await s.limiter.acquire(KEY, 0)).toEqual({ ok: true });
+    expect(await s.limiter.acquire(KEY, 0)).toEqual({ ok: true, waited: 0 });
     expect(await s.limiter.acquire(KEY, 500)).toEqual({ ok: false, retryAfter: 1_000 });
     expect(s.clock.sleeps).toEqual([]);
     void s.track('c', 1_000);
     await s.run(1_000);
     expect(s.clock.sleeps).toEqual([1_000]);
-    expect(s.log).toEqual([{ name: 'c', at: 1_000, decision: { ok: true } }]);
+    // The decision says how long the caller waited for its token.
+    expect(s.log).toEqual([{ name: 'c', at: 1_000, decision: { ok: true, waited: 1_000 } }]);
   });
 
   it('an abort while waiting rejects with the reason at once and gives the token back', async () => {
@@ -161,11 +164,24 @@ describe('RateLimiter, fixed', () => {
     expect(s.store.calls).toEqual([]);
   });
 
-  it("a 429's Retry-After pauses every waiter of the key, which then resume in order", async () => {
+  it("a 429's Retry-After paces that request only: the key goes on at its rate", async () => {
+    const s = setup({ rps: 10, burst: 1 });
+    for (const name of ['a', 'b', 'c']) void s.track(name);
+    await s.run(50);
+    expect(s.limiter.onResponse(KEY, 429, { retryAfter: 1_000 })).toBeUndefined();
+    await s.run(1_000);
+    expect(s.log.map((l) => [l.name, l.at])).toEqual([
+      ['a', 0],
+      ['b', 100],
+      ['c', 200],
+    ]);
+  });
+
+  it('a spent quota (remaining 0 with a reset) pauses every waiter, which then resume in order', async () => {
     const s = setup({ rps: 10, burst: 1 });
     for (const name of ['a', 'b', 'c', 'd']) void s.track(name);
     await s.run(50);
-    await s.limiter.onResponse(KEY, 429, { retryAfter: 1_000 });
+    await s.limiter.onResponse(KEY, 429, { remaining: 0, reset: 1_000 });
     void s.track('e');
     await s.run(5_000);
     expect(s.log.map((l) => [l.name, l.at])).toEqual([
@@ -181,7 +197,7 @@ describe('RateLimiter, fixed', () => {
     const s = setup({ rps: 10, burst: 5 });
     for (let i = 0; i < 8; i++) void s.track(`r${i}`);
     await s.run(50);
-    await s.limiter.onResponse(KEY, 429, { retryAfter: 1_000 });
+    await s.limiter.onResponse(KEY, 200, { remaining: 0, reset: 1_000 });
     await s.run(5_000);
     expect(s.log.map((l) => l.at)).toEqual([0, 0, 0, 0, 0, 1_050, 1_150, 1_250]);
   });
@@ -212,29 +228,49 @@ describe('RateLimiter, fixed', () => {
 describe('RateLimiter, adaptive', () => {
   it('costs nothing until the first 429: no store call, no wait', async () => {
     const s = setup();
-    for (let i = 0; i < 100; i++) expect(await s.limiter.acquire(KEY, 0)).toEqual({ ok: true });
+    for (let i = 0; i < 100; i++)
+      expect(await s.limiter.acquire(KEY, 0)).toEqual({ ok: true, waited: 0 });
     await s.limiter.onResponse(KEY, 200, { remaining: 5 });
     await s.limiter.onResponse(KEY, 503, { retryAfter: 1_000 });
+    await s.limiter.onResponse(KEY, 404, {});
+    await s.limiter.onResponse(KEY, 429, { retryAfter: 0 });
+    // Nor does a 429 before the process has seen enough responses to measure a rate.
+    await s.limiter.onResponse(KEY, 429, {});
     expect(s.store.calls).toEqual([]);
     expect(s.clock.sleeps).toEqual([]);
     expect(s.limiter.active(KEY)).toBe(false);
   });
 
-  it('engages on a 429 at beta × the measured send rate', async () => {
+  it('engages on a 429 at the accepted rate, never below it (here: the send rate, all accepted)', async () => {
     const s = setup();
-    await warm(s, 200, 20); // 50 requests per second for 4 s
+    await warm(s, 200, 20); // 50 requests per second for 4 s, all accepted
     await s.limiter.onResponse(KEY, 429, {});
     expect(s.limiter.active(KEY)).toBe(true);
     const state = s.state();
     expect(state?.wMax).toBeCloseTo(50, 0);
-    expect(state?.rate).toBeCloseTo(ADAPTIVE.beta * 50, 0);
+    expect(state?.rate).toBeGreaterThan(ADAPTIVE.beta * 50);
+    expect(state?.rate).toBeCloseTo(50, 0);
   });
 
-  it('engages on a response saying the quota is at zero', async () => {
+  it('a 429 on the first request engages nothing: one or two sends measure no rate', async () => {
+    const s = setup();
+    await s.limiter.onResponse(KEY, 429, { sentAt: s.clock.now() });
+    await warm(s, 9, 100);
+    expect(s.limiter.active(KEY)).toBe(false);
+    expect(s.store.calls).toEqual([]);
+  });
+
+  it('engages on a response saying the quota is spent, and pauses until its reset', async () => {
     const s = setup();
     await warm(s, 10, 100);
-    await s.limiter.onResponse(KEY, 200, { remaining: 0 });
+    await s.limiter.onResponse(KEY, 200, { remaining: 0, reset: 800 });
     expect(s.limiter.active(KEY)).toBe(true);
+    expect(s.state()?.at).toBe(s.clock.now() + 800);
+    // remaining 0 without a reset says nothing about when: no pause.
+    const other = setup();
+    await warm(other, 10, 100);
+    await other.limiter.onResponse(KEY, 200, { remaining: 0 });
+    expect(other.limiter.active(KEY)).toBe(false);
   });
 
   it('once engaged, paces requests at the learned rate', async () => {
@@ -248,22 +284,30 @@ describe('RateLimiter, adaptive', () => {
     for (const gap of gaps) expect(gap).toBeCloseTo(1_000 / rate, -1);
   });
 
-  it("a 429's Retry-After pauses every request of the key, waiting or new", async () => {
+  it('a spent quota pauses the key once per window: only requests sent after the pause began extend it', async () => {
     const s = setup();
     await warm(s, 200, 20);
-    await s.limiter.onResponse(KEY, 429, {});
-    s.mark();
-    for (const name of ['a', 'b', 'c']) void s.track(name);
-    await flush();
-    await s.limiter.onResponse(KEY, 429, { retryAfter: 2_000 });
-    void s.track('d');
-    await s.run(10_000);
-    expect(s.log.map((l) => l.name)).toEqual(['a', 'b', 'c', 'd']);
-    // Every waiter was re-queued behind the pause, then paced at the (lowered) rate.
-    const at = s.log.map((l) => l.at);
-    expect(at[0]).toBe(2_000);
-    expect(at).toEqual([...at].sort((x, y) => x - y));
-    expect(new Set(at).size).toBe(4);
+    const sentBefore = s.clock.now() - 10;
+    await s.limiter.onResponse(KEY, 429, { remaining: 0, reset: 1_000, sentAt: sentBefore });
+    const pausedUntil = s.state()!.at;
+    expect(pausedUntil).toBe(s.clock.now() + 1_000);
+    // A 429 of a request sent before the pause began does not extend it.
+    await s.clock.advance(100);
+    await s.limiter.onResponse(KEY, 429, { remaining: 0, reset: 1_000, sentAt: sentBefore });
+    expect(s.state()!.at).toBe(pausedUntil);
+    // One sent after it began (another process of a fleet, say) may.
+    await s.limiter.onResponse(KEY, 429, { remaining: 0, reset: 1_000, sentAt: s.clock.now() });
+    expect(s.state()!.at).toBe(s.clock.now() + 1_000);
+  });
+
+  it('paused time does not deflate the meter', async () => {
+    const s = setup();
+    await warm(s, 200, 20);
+    await s.limiter.onResponse(KEY, 429, { remaining: 0, reset: 5_000, sentAt: s.clock.now() });
+    const { meter } = s.state()!;
+    expect(meter).not.toBeNull();
+    // The meter moved past the pause: at its end it reads what it read at its start.
+    expect(meter![0]).toBeGreaterThanOrEqual(s.clock.now() + 4_500);
   });
 
   it('decreases once per round trip: a 429 for a request sent before the last decrease does not decrease again', async () => {
@@ -283,28 +327,74 @@ describe('RateLimiter, adaptive', () => {
     expect(s.state()?.rate).toBeLessThan(after ?? 0);
   });
 
-  it('grows back along the CUBIC curve on success, capped at twice the measured rate', async () => {
-    const s = setup();
-    await warm(s, 200, 20);
-    await s.limiter.onResponse(KEY, 429, {});
-    const { wMax } = s.state()!;
-    const k = Math.cbrt((wMax * (1 - ADAPTIVE.beta)) / ADAPTIVE.scale);
-    // Keep sending at about the learned rate so the measured rate stays up.
-    const stop = s.clock.autoAdvance();
-    const started = s.clock.now();
-    while (s.clock.now() - started < k * 1_000) {
-      await s.limiter.acquire(KEY, 10_000);
-      await s.limiter.onResponse(KEY, 200, {});
-    }
-    stop();
-    const at = (s.clock.now() - s.state()!.lastDecrease) / 1_000;
-    expect(s.state()?.rate).toBeCloseTo(ADAPTIVE.scale * (at - k) ** 3 + wMax, 0);
-    // Idle time neither grows the rate (twice the measured rate caps it) nor lowers it.
-    const before = s.state()?.rate;
-    await s.clock.advance(30_000);
-    await s.limiter.onResponse(KEY, 200, {});
-    expect(s.state()?.rate).toBe(before);
-  });
+  it.each([40, 4_000])(
+    'regains its previous maximum within about a second after a cut by beta, at %i req/s',
+    (r) => {
+      const cfg = { ...ADAPTIVE, rps: null, burst: null };
+      const t0 = 1_000_000;
+      // Engaged at r, all accepted; a later 429 at r cuts by beta (nothing accepted since).
+      const engaged = rateFeedback.apply(
+        undefined,
+        {
+          cfg,
+          signal: 'throttle',
+          pauseUntil: null,
+          measured: r / cfg.beta,
+          accepted: r,
+          fraction: 0.1,
+          sentAt: t0,
+        },
+        t0,
+      ).state as RateState;
+      const state: RateState = {
+        ...engaged,
+        rate: r,
+        wMax: r,
+        plateau: t0,
+        ok: null,
+        // A meter reading 4r all along (its bucket is the last one used here), so twice it caps nothing.
+        meter: [t0 + 2_000, 0, 4 * r],
+      };
+      const at = t0 + cfg.holdoffMs;
+      const cut = rateFeedback.apply(
+        state,
+        {
+          cfg,
+          signal: 'throttle',
+          pauseUntil: null,
+          measured: r,
+          accepted: 0,
+          fraction: 0.1,
+          sentAt: at,
+        },
+        at,
+      ).state as RateState;
+      expect(cut.rate).toBeCloseTo(cfg.beta * r, 6);
+      let s = cut;
+      const rates: number[] = [];
+      for (const dt of [250, 500, 750, 1_000, 1_100]) {
+        s = rateFeedback.apply(
+          s,
+          {
+            cfg,
+            signal: 'success',
+            pauseUntil: null,
+            measured: r,
+            accepted: r,
+            fraction: 0,
+            sentAt: at + dt,
+          },
+          at + dt,
+        ).state as RateState;
+        rates.push(s.rate / r);
+      }
+      // The same curve relative to the rate, at 40/s and at 4,000/s.
+      expect(rates[0]).toBeGreaterThan(0.92);
+      expect(rates[3]).toBeCloseTo(1, 6);
+      expect(rates[4]).toBeGreaterThan(1);
+      expect(rates[4]).toBeLessThan(1.01);
+    },
+  );
 
   it('goes back to costing nothing once a learned rate is forgotten', async () => {
     const s = setup();
@@ -320,6 +410,7 @@ describe('RateLimiter, adaptive', () => {
 
   it('keeps keys apart', async () => {
     const s = setup();
+    await warm(s, 20, 50);
     await s.limiter.onResponse(KEY, 429, {});
     expect(s.limiter.active(KEY)).toBe(true);
     expect(s.limiter.active('https://other.example.com')).toBe(false);
@@ -376,12 +467,23 @@ describe('rate store operations', () => {
       wMax: 0,
       lastDecrease: 0,
       meter: null,
+      plateau: 0,
+      ok: null,
+      pausedAt: 0,
+      before: 0,
+      tally: [0, 0, 0, 0],
+      low: 0,
     });
     expect(r.ttl).toBe(100 + 1_000);
   });
 
   it('acquire honours a reservation of the current epoch without taking another token', () => {
-    const state = { tokens: -3, at: 0, epoch: 4, rate: 0, wMax: 0, lastDecrease: 0, meter: null };
+    const state = {
+      ...(rateAcquire.apply(undefined, { cfg, maxWait: null, epoch: null }, 0).state as RateState),
+      tokens: -3,
+      at: 0,
+      epoch: 4,
+    };
     const r = rateAcquire.apply(state, { cfg, maxWait: 0, epoch: 4 }, 0);
     expect(r.result).toEqual({ ok: true, wait: 0, epoch: 4, engaged: true, rate: 10 });
     expect(r.state).toBe(state);
@@ -449,34 +551,28 @@ describe('RateLimiter properties', () => {
 });
 
 describe('RateLimiter, a fleet on one store', () => {
-  it('a second process joining an engaged key leaves the shared rate as it is instead of lowering it', async () => {
+  it("a process joining an engaged key adds its accepted rate to the fleet's, and never lowers it", async () => {
     const clock = fakeClock();
     const store = memoryStore();
     const a = new RateLimiter(rateLimitDefaults, store, clock);
     const b = new RateLimiter(rateLimitDefaults, store, clock);
-    // Both send 50/s for 4 s; a is throttled first and engages the shared key.
-    for (let i = 0; i < 200; i++) {
-      await a.acquire(KEY, 1_000);
-      await b.acquire(KEY, 1_000);
-      await clock.advance(20);
+    // Both send 20/s for 4 s, all accepted; a is throttled first and engages the shared key.
+    for (let i = 0; i < 80; i++) {
+      for (const l of [a, b]) {
+        const sentAt = clock.now();
+        await l.acquire(KEY, 1_000);
+        await l.onResponse(KEY, 200, { sentAt });
+      }
+      await clock.advance(50);
     }
-    await a.onResponse(KEY, 429, {});
+    await a.onResponse(KEY, 429, { sentAt: clock.now() - 5 });
     const engaged = store.peek(RATE_KEY_PREFIX + KEY, clock.now()) as RateState;
-    expect(engaged.rate).toBeCloseTo(ADAPTIVE.beta * 50, 0);
-    // Past the hold-off (b still sending at 50/s, unpaced), b's first 429 joins.
-    for (let i = 0; i < 60; i++) {
-      await b.acquire(KEY, 1_000);
-      await clock.advance(20);
-    }
+    expect(engaged.rate).toBeCloseTo(20, 0);
+    // b's first 429 joins: the shared rate becomes about the fleet's, 40/s.
     await b.onResponse(KEY, 429, { sentAt: clock.now() - 5 });
     const joined = store.peek(RATE_KEY_PREFIX + KEY, clock.now()) as RateState;
-    expect(joined.rate).toBe(engaged.rate);
-    expect(joined.wMax).toBe(engaged.wMax);
+    expect(joined.rate).toBeGreaterThan(engaged.rate);
+    expect(joined.rate).toBeCloseTo(20 + engaged.ok![2], 0);
     expect(b.active(KEY)).toBe(true);
-    // A later 429 from b, now pacing, is news: the rate goes down.
-    await clock.advance(ADAPTIVE.holdoffMs + 10);
-    await b.onResponse(KEY, 429, { sentAt: clock.now() - 5 });
-    const lowered = store.peek(RATE_KEY_PREFIX + KEY, clock.now()) as RateState;
-    expect(lowered.rate).toBeLessThan(joined.rate);
   });
 });

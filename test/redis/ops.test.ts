@@ -198,7 +198,7 @@ const adaptive = (memoryMs: number, beta: number): RateConfig => ({
   burst: null,
   memoryMs,
   beta,
-  scale: 0.4,
+  scale: 1 - beta,
   minRate: 0.5,
   burstSeconds: 0.1,
   holdoffMs: 1000,
@@ -262,11 +262,17 @@ function rateSteps(cfg: RateConfig): fc.Arbitrary<Step[]> {
           { weight: 4, arbitrary: fc.double({ min: 0, max: 8, noNaN: true }) },
           { weight: 1, arbitrary: fc.double({ min: 0, max: 200, noNaN: true }) },
         ),
+        accepted: fc.oneof(
+          { weight: 1, arbitrary: fc.constant(0) },
+          { weight: 3, arbitrary: fc.double({ min: 0, max: 8, noNaN: true }) },
+          { weight: 1, arbitrary: fc.double({ min: 0, max: 200, noNaN: true }) },
+        ),
+        fraction: fc.oneof(fc.constant(0), fc.double({ min: 0, max: 1, noNaN: true })),
         sent: fc.option(fc.integer({ min: -3_000, max: 50 }), { nil: null }),
         joining: fc.boolean(),
       })
       .map(
-        ({ dt, signal, pause, measured, sent, joining }): Step => ({
+        ({ dt, signal, pause, measured, accepted, fraction, sent, joining }): Step => ({
           dt,
           call: (now) => ({
             op: rateFeedback as never,
@@ -275,6 +281,8 @@ function rateSteps(cfg: RateConfig): fc.Arbitrary<Step[]> {
               signal,
               pauseUntil: pause === null ? null : now + pause,
               measured,
+              accepted,
+              fraction,
               sentAt: sent === null ? null : now + sent,
               ...(joining && { joining }),
             },
@@ -306,7 +314,7 @@ function rateSteps(cfg: RateConfig): fc.Arbitrary<Step[]> {
       fc.array(
         fc.oneof(
           { weight: 12, arbitrary: fc.constant(0) },
-          { weight: 1, arbitrary: fc.constant(1) },
+          { weight: 2, arbitrary: fc.constant(1) },
         ),
         {
           minLength: 10,
@@ -327,13 +335,59 @@ function rateSteps(cfg: RateConfig): fc.Arbitrary<Step[]> {
           dt: i % 3,
           call: () => ({
             op: rateFeedback as never,
-            args: { cfg, signal: 'success', pauseUntil: null, measured: 1000 / gap, sentAt: null },
+            args: {
+              cfg,
+              signal: 'success',
+              pauseUntil: null,
+              measured: 1000 / gap,
+              accepted: 1000 / gap,
+              fraction: 0,
+              sentAt: null,
+            },
           }),
         };
         return [send, ok];
       }),
     ]);
-  return fc.oneof(mixed, climb);
+  // A judgment: engaged with a small 429 fraction, then responses to requests
+  // sent within the hold-off (a few refused), then a 429 after it, so that
+  // the futility rule (hold or cut) and the lowest refused rate decide.
+  const judged = fc
+    .record({
+      fraction: fc.double({ min: 0.05, max: 0.25, noNaN: true }),
+      gap: fc.integer({ min: 15, max: 60 }),
+      refused: fc.array(
+        fc.nat(6).map((n) => n === 0),
+        { minLength: 12, maxLength: 50 },
+      ),
+      rate: fc.double({ min: 5, max: 100, noNaN: true }),
+    })
+    .map(({ fraction, gap, refused, rate }): Step[] => {
+      const fb = (signal: string, extra: object) => ({
+        op: rateFeedback as never,
+        args: {
+          cfg,
+          signal,
+          pauseUntil: null,
+          measured: rate,
+          accepted: rate * (1 - fraction),
+          fraction,
+          sentAt: null,
+          ...extra,
+        },
+      });
+      return [
+        { dt: 0, call: () => fb('throttle', {}) },
+        ...refused.map(
+          (r): Step => ({
+            dt: gap,
+            call: (now) => fb(r ? 'throttle' : 'success', { sentAt: now - 5 }),
+          }),
+        ),
+        { dt: 1_000, call: (now) => fb('throttle', { sentAt: now - 5 }) },
+      ];
+    });
+  return fc.oneof(mixed, climb, judged);
 }
 
 describe.runIf(ready)('the Lua scripts agree with the JavaScript operations', () => {
@@ -398,7 +452,15 @@ describe.runIf(ready)('the Lua scripts agree with the JavaScript operations', ()
         raw,
         {
           op: rateFeedback as never,
-          args: { cfg: rate, signal: 'throttle', pauseUntil: null, measured: 10, sentAt: null },
+          args: {
+            cfg: rate,
+            signal: 'throttle',
+            pauseUntil: null,
+            measured: 10,
+            accepted: 8,
+            fraction: 0.2,
+            sentAt: null,
+          },
         },
       ]);
     }

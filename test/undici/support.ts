@@ -6,7 +6,6 @@ import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { afterEach } from 'vitest';
 import type { StaunchListeners } from '../../src/events.js';
 
 /** One request as a raw peer parsed it. */
@@ -237,18 +236,5 @@ export async function rejection(promise: Promise<unknown>): Promise<unknown> {
   throw new Error('expected a rejection');
 }
 
-/** Things a test file opened (servers, agents), closed after each test. */
-export function closeAfterEach(): {
-  add<T extends { close(): Promise<unknown> | unknown }>(thing: T): T;
-} {
-  const open: { close(): Promise<unknown> | unknown }[] = [];
-  afterEach(async () => {
-    await Promise.all(open.splice(0).map((c) => c.close()));
-  });
-  return {
-    add: (thing) => {
-      open.push(thing);
-      return thing;
-    },
-  };
-}
+// Teardown lives in test/helpers, shared by every suite.
+export { closeAfterEach } from '../helpers/teardown.js';

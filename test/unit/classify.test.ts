@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { errors as undiciErrors } from 'undici';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   classifyError,
   classifyStatus,
@@ -15,6 +15,7 @@ import {
   UNSENT_CODES,
 } from '../../src/retry/classify.js';
 import { closedPort, type RawServer, rawServer } from '../helpers/server.js';
+import { closeAfterEach } from '../helpers/teardown.js';
 
 const STATUSES: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504, 529]);
 const withCode = (code: unknown, message = `${String(code)} happened`) =>
@@ -315,10 +316,7 @@ describe('errorCode and classifyError on the error shapes of Node and undici', (
 
 describe('classifyError on real errors from Node fetch', () => {
   let server: RawServer | undefined;
-  afterEach(async () => {
-    await server?.close();
-    server = undefined;
-  });
+  const open = closeAfterEach();
 
   it('a refused connection (closed port on 127.0.0.1) is unsent', async () => {
     const port = await closedPort();
@@ -335,6 +333,7 @@ describe('classifyError on real errors from Node fetch', () => {
     server = await rawServer((socket) => {
       socket.once('data', () => socket.destroy());
     });
+    open.add(server);
     const error = await fetch(`${server.url}/charge`, { method: 'POST', body: 'x' }).then(
       () => undefined,
       (e: unknown) => e,

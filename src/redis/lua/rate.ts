@@ -10,7 +10,8 @@ local RPS = nil
 if cfg.rps ~= NULL then RPS = cfg.rps end
 local BURST = nil
 if cfg.burst ~= NULL then BURST = cfg.burst end
-local STATE_KEYS = { 'tokens', 'at', 'epoch', 'rate', 'wMax', 'lastDecrease', 'meter' }
+local STATE_KEYS = { 'tokens', 'at', 'epoch', 'rate', 'wMax', 'lastDecrease', 'meter', 'plateau',
+  'ok', 'pausedAt', 'before', 'tally', 'low' }
 local B = 500
 local S = 0.8
 
@@ -37,14 +38,32 @@ local function meterRate(m, t)
   return jmax(m[3], m[2] / (B / 1000))
 end
 
+local function meterOk(m)
+  return m == NULL or (type(m) == 'table' and isnum(m[1]) and isnum(m[2]) and isnum(m[3]))
+end
+
+local function meterSettled(m, t)
+  if m == nil or m == NULL then return 0 end
+  local bucket = bucketOf(t)
+  if bucket > m[1] then return smoothed(m, bucket) end
+  return m[3]
+end
+
+local function meterShift(m, ms)
+  if m == NULL or not (ms > 0) then return m end
+  return { m[1] + math.floor(ms / B) * B, m[2], m[3] }
+end
+
 local function readState(j)
   if type(j) ~= 'table' or not isnum(j.tokens) or not isnum(j.at) or not isnum(j.epoch)
-    or not isnum(j.rate) or not isnum(j.wMax) or not isnum(j.lastDecrease) then
+    or not isnum(j.plateau) or not isnum(j.low) or type(j.tally) ~= 'table'
+    or not isnum(j.rate) or not isnum(j.wMax) or not isnum(j.lastDecrease)
+    or not isnum(j.pausedAt) or not isnum(j.before) then
     return nil
   end
-  if j.meter ~= NULL and (type(j.meter) ~= 'table' or not isnum(j.meter[1])
-    or not isnum(j.meter[2]) or not isnum(j.meter[3])) then
-    return nil
+  if not meterOk(j.meter) or not meterOk(j.ok) then return nil end
+  for i = 1, 4 do
+    if not isnum(j.tally[i]) then return nil end
   end
   return j
 end
@@ -54,7 +73,8 @@ local function burstOf(s) return BURST or jmax(1, s.rate * cfg.burstSeconds) end
 
 local function fixedFresh()
   return { tokens = BURST or 1, at = now, epoch = 0, rate = 0, wMax = 0, lastDecrease = 0,
-    meter = NULL }
+    meter = NULL, plateau = 0, ok = NULL, pausedAt = 0, before = 0, tally = { 0, 0, 0, 0 },
+    low = 0 }
 end
 
 local function engaged(s) return s ~= nil and (RPS ~= nil or s.rate > 0) end
@@ -134,77 +154,177 @@ return finish(refund())
 /** `staunch.rate.feedback`. */
 export const RATE_FEEDBACK: string = `${COMMON}
 local RESULT = { 'engaged', 'reset' }
+local TALLY_MIN = 10
+local TALLY_REFUSED = 3
+local FUTILE_BAND = 1.5
+local FUTILE_MAX = 0.35
+local CUT_DEEPEST = 0.25
 
-local function decrease(s, base)
-  local d = copy(settle(s))
-  d.rate = jmax(cfg.minRate, base * cfg.beta)
-  d.wMax = base
-  d.lastDecrease = now
-  d.tokens = 0
-  d.epoch = s.epoch + 1
-  return d
+-- cbrt: x^(1/3) and one Newton step (Lua 5.1 has no cbrt).
+local function cbrt(x)
+  if not (x > 0) or x == INF then return x end
+  local k = x ^ (1 / 3)
+  return k - (k * k * k - x) / (3 * k * k)
+end
+
+local function plateauOf(rate, wMax)
+  return now + 1000 * cbrt(jmax(0, 1 - rate / wMax) / cfg.scale)
+end
+
+local function lowered(s, sentAt)
+  if sentAt <= s.lastDecrease then return s end
+  local t = (sentAt - s.plateau) / 1000
+  local at = jmax(cfg.minRate, jmin(s.rate, s.wMax * (1 + cfg.scale * t ^ 3)))
+  if s.low > 0 and s.low <= at then return s end
+  local c = copy(s)
+  c.low = at
+  return c
+end
+
+local function tallied(s, sentAt, refused)
+  if sentAt <= s.lastDecrease then return s end
+  local add = 0
+  if refused then add = 1 end
+  local c = copy(s)
+  local t = s.tally
+  if sentAt < s.lastDecrease + cfg.holdoffMs then
+    c.tally = { t[1] + 1, t[2] + add, t[3], t[4] }
+  else
+    c.tally = { t[1], t[2], t[3] + 1, t[4] + add }
+  end
+  return c
+end
+
+local function aim(base, accepted, inForce, depth)
+  local rate = jmax(cfg.minRate, jmin(inForce, jmax(accepted, base * depth)))
+  return rate, jmax(rate, base)
+end
+
+local function engage(epoch, measured, accepted, fraction)
+  local rate, wMax = aim(measured, accepted, INF, cfg.beta)
+  return { tokens = 0, at = now, epoch = epoch + 1, rate = rate, wMax = wMax, lastDecrease = now,
+    meter = { bucketOf(now), 0, measured }, plateau = plateauOf(rate, wMax),
+    ok = { bucketOf(now), 0, accepted }, pausedAt = 0, before = fraction,
+    tally = { 0, 0, 0, 0 }, low = 0 }
 end
 
 local function increase(s)
   local settled = settle(s)
-  local t = (now - s.lastDecrease) / 1000
-  local x = (s.wMax * (1 - cfg.beta)) / cfg.scale
-  -- cbrt: x^(1/3) and one Newton step (Lua 5.1 has no cbrt).
-  local k = x
-  if x > 0 and x < INF then
-    k = x ^ (1 / 3)
-    k = k - (k * k * k - x) / (3 * k * k)
-  end
-  local cubic = cfg.scale * (t - k) ^ 3 + s.wMax
+  local t = (now - s.plateau) / 1000
+  local cubic = s.wMax * (1 + cfg.scale * t ^ 3)
   local ceiling = 2 * meterRate(s.meter, now)
   local nxt = copy(settled)
   nxt.rate = jmax(jmax(s.rate, cfg.minRate), jmin(cubic, ceiling))
+  nxt.ok = meterRecord(s.ok, now)
   nxt.tokens = jmin(nxt.tokens, burstOf(nxt))
   return nxt
+end
+
+local function decrease(s, measured, accepted)
+  local d = copy(settle(s))
+  local sent = jmax(meterRate(s.meter, now), measured)
+  local lowest = s.rate
+  if s.low > 0 then lowest = s.low end
+  local base = jmin(jmin(s.rate, sent), lowest)
+  local floor = jmax(meterSettled(s.ok, now), accepted)
+  local t = s.tally
+  local before = s.before
+  if t[3] >= TALLY_MIN then before = t[4] / t[3]
+  elseif t[1] + t[3] > 0 then before = (t[2] + t[4]) / (t[1] + t[3]) end
+  local depth = cfg.beta
+  if t[1] + t[3] >= TALLY_MIN then depth = jmax(CUT_DEEPEST, jmin(cfg.beta, 1 - before)) end
+  local rate, wMax = aim(base, floor, s.rate, depth)
+  local cut = rate < s.rate
+  d.rate = rate
+  d.wMax = wMax
+  d.lastDecrease = now
+  d.plateau = plateauOf(rate, wMax)
+  if cut then
+    d.tokens = 0
+    d.epoch = s.epoch + 1
+  end
+  d.before = before
+  d.tally = { 0, 0, 0, 0 }
+  d.low = 0
+  return d
+end
+
+local function futile(s)
+  local n = s.tally[1]
+  local k = s.tally[2]
+  if not (s.before > 0) or s.before > FUTILE_MAX or n < TALLY_MIN or k < TALLY_REFUSED then
+    return false
+  end
+  local f = k / n
+  return f <= FUTILE_MAX and f * FUTILE_BAND >= s.before and f <= s.before * FUTILE_BAND
+end
+
+local function join(s, accepted)
+  local rate = meterSettled(s.ok, now) + accepted
+  if not (rate > s.rate) then return s end
+  local j = copy(settle(s))
+  j.rate = rate
+  j.wMax = jmax(s.wMax, rate)
+  j.plateau = plateauOf(rate, j.wMax)
+  return j
+end
+
+local function pause(s, untilAt)
+  local p = copy(settle(s))
+  local paused = untilAt - jmax(now, s.at)
+  p.at = untilAt
+  p.tokens = 1
+  p.epoch = s.epoch + 1
+  p.pausedAt = now
+  p.meter = meterShift(s.meter, paused)
+  p.ok = meterShift(s.ok, paused)
+  return p
 end
 
 local function feedback()
   local stored = readState(json)
   local s = nil
   if engaged(stored) then s = stored end
-  if args.signal == 'success' then
-    if s == nil or RPS ~= nil then
-      local result = obj(RESULT, { engaged = s ~= nil, reset = false })
-      if s == nil then return nil, 0, result end
-      return write(s, result)
-    end
-    return write(increase(s), obj(RESULT, { engaged = true, reset = false }))
-  end
+  local sentAt = now
+  if args.sentAt ~= NULL then sentAt = args.sentAt end
   local reset = false
-  if args.signal == 'throttle' and RPS == nil then
+  if RPS == nil then
     if s == nil then
-      local epoch = 0
-      if stored ~= nil then epoch = stored.epoch end
-      local fresh = { tokens = 0, at = now, epoch = epoch, rate = 0, wMax = 0, lastDecrease = now,
-        meter = { bucketOf(now), 0, args.measured } }
-      s = decrease(fresh, args.measured)
-      reset = true
-    else
-      local sentAt = now
-      if args.sentAt ~= NULL then sentAt = args.sentAt end
-      if args.joining == true then
-        -- joins the shared rate as it is: neither lowered nor raised
-      elseif sentAt >= s.lastDecrease and now >= s.lastDecrease + cfg.holdoffMs then
-        local fleet = jmax(meterRate(s.meter, now), args.measured)
-        s = decrease(s, jmin(s.rate, fleet))
+      if args.signal ~= 'success' then
+        local epoch = 0
+        if stored ~= nil then epoch = stored.epoch end
+        s = engage(epoch, args.measured, args.accepted, args.fraction)
         reset = true
+      end
+    elseif args.signal == 'success' then
+      s = increase(tallied(s, sentAt, false))
+    elseif args.signal == 'throttle' then
+      s = lowered(tallied(s, sentAt, true), sentAt)
+      if args.joining == true then
+        s = join(s, args.accepted)
+      elseif sentAt >= s.lastDecrease and now >= s.lastDecrease + cfg.holdoffMs then
+        if futile(s) then
+          -- hold: keep the rate, judge again on the next hold-off's responses
+          local h = copy(s)
+          h.wMax = jmax(s.rate, cfg.minRate)
+          h.plateau = now
+          h.lastDecrease = now
+          h.tally = { 0, 0, 0, 0 }
+          h.low = 0
+          s = h
+        else
+          local cut = decrease(s, args.measured, args.accepted)
+          reset = cut.epoch ~= s.epoch
+          s = cut
+        end
       end
     end
   end
   local pauseUntil = args.pauseUntil
   if pauseUntil ~= NULL and pauseUntil > now then
     if s == nil and RPS ~= nil then s = fixedFresh() end
-    if s ~= nil and pauseUntil > s.at then
-      local p = copy(settle(s))
-      p.at = pauseUntil
-      p.tokens = 1
-      p.epoch = s.epoch + 1
-      s = p
+    if s ~= nil and pauseUntil > s.at and sentAt >= s.pausedAt then
+      s = pause(s, pauseUntil)
       reset = true
     end
   end

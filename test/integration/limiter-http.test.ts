@@ -1,0 +1,110 @@
+/**
+ * Issue 9's limiter cases on real node:http servers, with the client on a
+ * fake clock (time moves only through the sleeps it schedules): the
+ * adaptive default must not cost a caller what a plain loop gets.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { StaunchOptions } from '../../src/index.js';
+import { client, waits } from '../helpers/harness.js';
+import { httpServer, type TestServer } from '../helpers/server.js';
+import { seeded } from '../policy/support.js';
+
+const open: { close(): Promise<void> }[] = [];
+const stops: (() => void)[] = [];
+afterEach(async () => {
+  for (const stop of stops.splice(0)) stop();
+  await Promise.all(open.splice(0).map((s) => s.close()));
+});
+
+async function serve(handler: Parameters<typeof httpServer>[0]): Promise<TestServer> {
+  const s = await httpServer(handler);
+  open.push(s);
+  return s;
+}
+
+function start(options: Omit<StaunchOptions, 'clock' | 'fetch'>) {
+  const c = client(options);
+  stops.push(c.stop);
+  return c;
+}
+
+const drain = async (p: Promise<Response>) => {
+  const r = await p;
+  await r.arrayBuffer();
+  return r.status;
+};
+
+describe('the adaptive limiter against real servers', () => {
+  it('a sequential client answered 404 and 429 Retry-After: 0 in turn keeps its pace', async () => {
+    const server = await serve((_req, res, i) => {
+      res.statusCode = i % 2 === 0 ? 404 : 429;
+      if (i % 2 === 1) res.setHeader('retry-after', '0');
+      res.end();
+    });
+    const { fetch, clock } = start({ retry: false });
+    const t0 = clock.now();
+    const statuses: number[] = [];
+    for (let i = 0; i < 40; i++) statuses.push(await drain(fetch(`${server.url}/${i}`)));
+    expect(server.received).toHaveLength(40);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(20);
+    // Not one sleep: Retry-After: 0 is not a throttle, and a 404 is not either.
+    expect(waits(clock)).toEqual([]);
+    expect(clock.now() - t0).toBe(0);
+  });
+
+  it('one 429 on the first request does not slow the next ones', async () => {
+    const server = await serve((_req, res, i) => {
+      res.statusCode = i === 0 ? 429 : 200;
+      res.end();
+    });
+    const { fetch, clock } = start({ retry: false });
+    expect(await drain(fetch(`${server.url}/0`))).toBe(429);
+    for (let i = 1; i <= 60; i++) expect(await drain(fetch(`${server.url}/${i}`))).toBe(200);
+    expect(server.received).toHaveLength(61);
+    expect(waits(clock)).toEqual([]);
+  });
+
+  it('30 loops under a 40 req/s token-bucket quota keep near the quota for 4 s', async () => {
+    const rate = 40;
+    const burst = 5;
+    let c: ReturnType<typeof start> | undefined;
+    let tokens = burst;
+    let at = 0;
+    let ok = 0;
+    let tooMany = 0;
+    const server = await serve((_req, res) => {
+      const now = c!.clock.now();
+      tokens = Math.min(burst, tokens + ((now - at) * rate) / 1000);
+      at = now;
+      if (tokens >= 1) {
+        tokens -= 1;
+        ok++;
+      } else {
+        tooMany++;
+        res.statusCode = 429;
+        res.setHeader('retry-after', '1');
+      }
+      res.end();
+    });
+    // Seeded jitter: clients told the same Retry-After spread out, as with Math.random.
+    c = start({ random: seeded(7) });
+    const { fetch, clock } = c;
+    at = clock.now();
+    const until = clock.now() + 4_000;
+    let successes = 0;
+    await Promise.all(
+      Array.from({ length: 30 }, async (_, loop) => {
+        for (let i = 0; clock.now() < until && i < 400; i++) {
+          const status = await drain(fetch(`${server.url}/${loop}/${i}`)).catch(() => 0);
+          if (status === 200 && clock.now() <= until) successes++;
+        }
+      }),
+    );
+    console.info(`token bucket: ${successes} successes, ${tooMany} × 429 for ${ok}`);
+    // The most the quota allows in 4 s is burst + 4 × rate = 165.
+    expect(successes).toBeGreaterThanOrEqual(120);
+    // The server's own count agrees: it cannot have accepted more than its quota.
+    expect(successes).toBeLessThanOrEqual(ok);
+    expect(tooMany / ok).toBeLessThan(0.4);
+  }, 60_000);
+});
