@@ -45,7 +45,9 @@ export default defineConfig({
      * parallel. `alone` (files named *.alone.test.ts): the few that compare
      * what happens in real time on real sockets (live against sim), run
      * after the suite, one file at a time, so that the suite's own load does
-     * not decide their outcome. `npm test` runs both.
+     * not decide their outcome; so do the suites that run a fleet of
+     * processes or a real-time upstream outage (test/redis/*.alone.test.ts).
+     * `npm test` runs both.
      */
     projects: [
       {

@@ -14,12 +14,12 @@
  * until a 429) and a fixed rate limit (plus one token take). A third table
  * times one store decision (breaker admit) on its own.
  */
-import { fork, spawn, spawnSync } from 'node:child_process';
-import { connect, createServer } from 'node:net';
+import { fork } from 'node:child_process';
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { startRedis } from './redis-server.mjs';
 
 const HELP = `Usage: npm run build && node bench/redis-latency.mjs [options]
 
@@ -71,72 +71,6 @@ const hardStop = setTimeout(() => {
   process.exit(1);
 }, 600_000);
 hardStop.unref();
-
-async function freePort() {
-  const server = createServer();
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address();
-  await new Promise((r) => server.close(r));
-  return port;
-}
-
-/** Does a Redis answer PING on this port? */
-function answers(port) {
-  return new Promise((done) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.setTimeout(500, () => {
-      socket.destroy();
-      done(false);
-    });
-    socket.on('connect', () => socket.write('PING\r\n'));
-    socket.on('data', (d) => {
-      socket.destroy();
-      done(d.toString().startsWith('+PONG'));
-    });
-    socket.on('error', () => done(false));
-  });
-}
-
-/** Our own redis-server under a sh guard that kills it when our stdin pipe closes. */
-async function startRedis() {
-  if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, stop: async () => {} };
-  if (spawnSync('redis-server', ['--version']).status !== 0) {
-    console.error('no redis-server on PATH and no REDIS_URL');
-    process.exit(1);
-  }
-  const port = await freePort();
-  const script = `"$0" "$@" >/dev/null 2>&1 & pid=$!; read _x; kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null; exit 0`;
-  const guard = spawn(
-    'sh',
-    [
-      '-c',
-      script,
-      'redis-server',
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-    ],
-    { stdio: ['pipe', 'ignore', 'inherit'] },
-  );
-  const url = `redis://127.0.0.1:${port}`;
-  for (let i = 0; !(await answers(port)); i++) {
-    if (i > 200) throw new Error('redis-server did not start');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return {
-    url,
-    stop: () =>
-      new Promise((r) => {
-        guard.once('exit', r);
-        guard.stdin.end();
-      }),
-  };
-}
 
 function startHttp() {
   const child = fork(new URL('./server.mjs', import.meta.url), ['600', '64'], { stdio: 'inherit' });

@@ -183,7 +183,7 @@ export class Executor {
           pacing = readServerPacing(headers, done);
         }
         if (policies !== undefined)
-          feedback(policies, key, gate, status, undefined, pacing, started);
+          feedback(policies, key, gate, { status, pacing, sentAt: started });
         if (status < 400) return this.#handOver(exchange, outcome.response, outcome.unlink, signal);
         verdict = {
           scope: classifyStatus(status, headers, retry.statuses),
@@ -197,7 +197,11 @@ export class Executor {
         // no budget, not a breaker failure. Only a transport can tell; see staunch/undici.
         const stale = !aborted && isStaleConnection(error);
         if (policies !== undefined)
-          feedback(policies, key, gate, undefined, error, undefined, started, aborted || stale);
+          feedback(policies, key, gate, {
+            error,
+            sentAt: started,
+            notTheUpstream: aborted || stale,
+          });
         if (aborted) throw signal!.reason;
         lastError = error;
         code = errorCode(error);

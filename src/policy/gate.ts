@@ -186,16 +186,25 @@ async function waitOut(
 }
 
 /** Tells the breaker and the rate limiter how an attempt went. Never blocks, never throws. */
-export function feedback(
-  policies: Policies,
-  key: string,
-  gate: Gate,
-  status: number | undefined,
-  error: unknown,
-  pacing: ServerPacing | undefined,
-  sentAt: number,
-  callerAborted = false,
-): void {
+/** How one attempt ended, as the policies learn from it. */
+export interface AttemptOutcome {
+  /** The response's status, when there was one. */
+  readonly status?: number | undefined;
+  /** The failure, when there was no response. */
+  readonly error?: unknown;
+  readonly pacing?: ServerPacing | undefined;
+  /** Clock time the attempt was sent. */
+  readonly sentAt: number;
+  /**
+   * The failure says nothing of the upstream's health: the caller aborted, or
+   * the stale keep-alive race. The breaker counts it as cancelled.
+   */
+  readonly notTheUpstream?: boolean;
+}
+
+export function feedback(policies: Policies, key: string, gate: Gate, o: AttemptOutcome): void {
+  const { status, error, pacing, sentAt } = o;
+  const callerAborted = o.notTheUpstream === true;
   const { breaker, limiter } = policies;
   if (breaker !== undefined && gate.ticket !== undefined) {
     const outcome = breakerOutcome(status, error, callerAborted);

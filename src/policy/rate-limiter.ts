@@ -19,6 +19,7 @@ import {
   rateRefund,
 } from './rate-ops.js';
 import { ADAPTIVE, type ResolvedRateLimitOptions } from './rate-options.js';
+import { locateReset, type QuotaWindow, quotaWindow, windowSeen } from './rate-window.js';
 import { runOp } from './store-call.js';
 
 export {
@@ -95,6 +96,8 @@ interface Local {
   interval: number;
   /** Wakes the pump's sleep when a pause or a decrease voids its reservation. */
   wake: (() => void) | undefined;
+  /** The server's quota counter as last seen, and when that request was sent (./rate-window.ts). */
+  readonly window: QuotaWindow;
 }
 
 const OK: RateLimitDecision = Object.freeze({ ok: true, waited: 0 });
@@ -198,7 +201,9 @@ export class RateLimiter {
    * Learns from a response of `key` (docs/policies.md, "Signals"): a 429
    * cuts an adaptive key (engaging it once this process has seen enough
    * responses); a quota-spent response (`remaining: 0` with a `reset`)
-   * pauses the key until the reset, in both modes; every other response
+   * pauses the key until the reset, in both modes (located from the
+   * remaining counts when they show where windows start, and then a 429 is
+   * no cut: ./rate-window.ts); every other response
    * but a 503 with a hint (404s too) lets an engaged adaptive key grow.
    * A 429's `retryAfter` paces its own retry only; `Retry-After: 0` is no
    * throttle at all.
@@ -209,8 +214,14 @@ export class RateLimiter {
     const reset = hint.reset;
     const spent =
       hint.remaining === 0 && reset !== undefined && reset > 0 && Number.isFinite(reset);
-    const pauseUntil = spent ? now + reset : null;
     const sentAt = hint.sentAt ?? null;
+    if (hint.remaining !== undefined && sentAt !== null) {
+      windowSeen(local.window, hint.remaining, sentAt);
+    }
+    // A located reset (rate-window.ts) ends the pause, and so the refusals,
+    // at the window's own end: a 429 of an engaged key then is no cut.
+    const located = spent ? locateReset(local.window, now, reset) : undefined;
+    const pauseUntil = spent ? (located ?? now + reset) : null;
     if (this.#cfg.rps !== null) {
       if (spent) return this.#feedback(key, local, 'pause', pauseUntil, sentAt);
       return;
@@ -219,7 +230,7 @@ export class RateLimiter {
     const neutral =
       !throttled && (status === 429 || (status === 503 && hint.retryAfter !== undefined));
     if (!neutral) this.#count(local, throttled, now);
-    if (throttled) {
+    if (throttled && !(located !== undefined && local.active)) {
       const joining = !local.active;
       if (joining && !spent && !this.#enough(local, now)) return;
       local.active = true;
@@ -428,6 +439,7 @@ export class RateLimiter {
         pumping: false,
         interval: 0,
         wake: undefined,
+        window: quotaWindow(),
       };
       this.#keys.set(key, local);
     }

@@ -73,6 +73,7 @@ export async function connectRedisStore(
   const o = checkObject('connectRedisStore options', options, [
     'prefix',
     'timeout',
+    'startupTimeout',
     'probeInterval',
     'connectTimeout',
   ]) as ConnectRedisStoreOptions;
@@ -97,6 +98,7 @@ export async function connectRedisStore(
       client,
       ...(o.prefix !== undefined && { prefix: o.prefix }),
       ...(o.timeout !== undefined && { timeout: o.timeout }),
+      ...(o.startupTimeout !== undefined && { startupTimeout: o.startupTimeout }),
       ...(o.probeInterval !== undefined && { probeInterval: o.probeInterval }),
     },
     { secrets },

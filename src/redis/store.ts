@@ -9,11 +9,21 @@ import { type MemoryStore, memoryStore } from '../store/memory.js';
 import type { Json, StateStore, StoreOperation, StoreStatus } from '../store/store.js';
 import { redactError } from './redact.js';
 import { type LuaScript, SCRIPTS } from './scripts.js';
+import {
+  DEGRADE_AFTER,
+  StoreReleasedError,
+  StoreStartupError,
+  StoreTimeoutError,
+  StrikeCounter,
+  within,
+} from './wait.js';
 
 /**
  * What the store needs of a Redis client: an ioredis `Redis` or `Cluster`
- * (v5 or v6) fits as is. `status` is read, when present, to answer locally at
- * once while the connection is down instead of queueing commands.
+ * (v5 or v6) fits as is. `status` is read, when present: while it says the
+ * client is still connecting, decisions wait for it (up to `startupTimeout`);
+ * while it says the connection is down, they are answered locally at once
+ * instead of being queued.
  */
 export interface RedisScriptClient {
   evalsha(sha: string, numKeys: number, ...args: string[]): Promise<unknown>;
@@ -33,10 +43,20 @@ export interface RedisStoreOptions {
    */
   prefix?: string | undefined;
   /**
-   * Longest wait for one decision before the store falls back to local state.
+   * A reply slower than this is a strike against its key (the reply is still
+   * awaited, up to 3 × `timeout`). A key goes to local state on its 3rd
+   * strike in a row (within 10 s), or when one of its decisions waited
+   * 3 × `timeout`, until Redis answers a probe; one slow reply does not.
    * @default 50
    */
   timeout?: number | undefined;
+  /**
+   * Longest wait, instead of `timeout`, for a decision sent while the client
+   * is still connecting, and for the first use (load) of each script. When it
+   * passes, the store degrades at once.
+   * @default 2000
+   */
+  startupTimeout?: number | undefined;
   /**
    * While degraded, at most one probe (`PING`) per this many ms, sent on the
    * back of a decision (there is no background timer).
@@ -54,7 +74,7 @@ export interface RedisStore extends StateStore {
     now: number,
   ): R | Promise<R>;
   onStatus(listener: (status: StoreStatus) => void): () => void;
-  /** `shared` while decisions go to Redis, `degraded` while they are local. */
+  /** `shared` while every decision goes to Redis, `degraded` while some (or all) are local. */
   readonly status: 'shared' | 'degraded';
   /** The Redis key that holds a store key's state. */
   redisKey(key: string): string;
@@ -64,8 +84,9 @@ export interface RedisStore extends StateStore {
 export const redisStoreDefaults: {
   readonly prefix: string;
   readonly timeout: number;
+  readonly startupTimeout: number;
   readonly probeInterval: number;
-} = Object.freeze({ prefix: 'staunch:', timeout: 50, probeInterval: 1000 });
+} = Object.freeze({ prefix: 'staunch:', timeout: 50, startupTimeout: 2000, probeInterval: 1000 });
 
 /** Not public: knobs for the tests and for `connectRedisStore`. */
 export interface RedisStoreInternals {
@@ -75,51 +96,14 @@ export interface RedisStoreInternals {
   secrets?: readonly string[];
 }
 
-const OPTION_KEYS = ['client', 'prefix', 'timeout', 'probeInterval'];
-/** ioredis states in which a command would only be queued. */
+const OPTION_KEYS = ['client', 'prefix', 'timeout', 'startupTimeout', 'probeInterval'];
+/** ioredis states in which a command would only be queued until a reconnection. */
 const DOWN = new Set(['reconnecting', 'close', 'end']);
-
-class StoreTimeoutError extends Error {
-  override name = 'TimeoutError';
-}
-
-/**
- * Rejects if `promise` has not settled `ms` after the call. When the timer
- * fires, the verdict waits for the end of the current event-loop turn
- * (`setImmediate`): after a stall of this process (GC, CPU contention) the
- * timer phase runs before the I/O phase, and a reply already in the socket
- * buffer must not count as late.
- */
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    let settled = false;
-    const timer = setTimeout(() => {
-      setImmediate(() => {
-        if (settled) return;
-        settled = true;
-        reject(new StoreTimeoutError(`no answer within ${ms} ms`));
-      });
-    }, ms);
-    timer.unref?.();
-    promise.then(
-      (value) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
-}
+/** ioredis states of a first connection: commands are queued until `ready`. */
+const STARTING = new Set(['wait', 'connecting', 'connect']);
 
 /** A client call whose synchronous throw becomes a rejection (the store never throws on I/O). */
-function attempt<T>(call: () => Promise<T>): Promise<T> {
+function tryCall<T>(call: () => Promise<T>): Promise<T> {
   try {
     return call();
   } catch (error) {
@@ -132,10 +116,13 @@ function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }
 
+const ignore = (): void => {};
+
 interface Resolved {
   client: RedisScriptClient;
   prefix: string;
   timeout: number;
+  startupTimeout: number;
   probeInterval: number;
 }
 
@@ -162,16 +149,23 @@ function validate(options: RedisStoreOptions): Resolved {
       `redisStore.prefix must not contain "{" or "}" (the hash tag is the store key), got ${describe(prefix)}`,
     );
   }
-  const timeout = checkNumber('redisStore.timeout', o.timeout ?? redisStoreDefaults.timeout, {
-    min: 0,
-    exclusiveMin: true,
-  });
+  const positive = { min: 0, exclusiveMin: true };
+  const timeout = checkNumber(
+    'redisStore.timeout',
+    o.timeout ?? redisStoreDefaults.timeout,
+    positive,
+  );
+  const startupTimeout = checkNumber(
+    'redisStore.startupTimeout',
+    o.startupTimeout ?? redisStoreDefaults.startupTimeout,
+    positive,
+  );
   const probeInterval = checkNumber(
     'redisStore.probeInterval',
     o.probeInterval ?? redisStoreDefaults.probeInterval,
     { min: 0 },
   );
-  return { client: client as RedisScriptClient, prefix, timeout, probeInterval };
+  return { client: client as RedisScriptClient, prefix, timeout, startupTimeout, probeInterval };
 }
 
 /**
@@ -182,12 +176,20 @@ export function createRedisStore(
   options: RedisStoreOptions,
   internals: RedisStoreInternals = {},
 ): RedisStore {
-  const { client, prefix, timeout, probeInterval } = validate(options);
+  const { client, prefix, timeout, startupTimeout, probeInterval } = validate(options);
   const callerTime = internals.callerTime === true;
   const secrets = internals.secrets ?? [];
   const local: MemoryStore = memoryStore();
   const listeners = new Set<(status: StoreStatus) => void>();
-  let degraded = false;
+  /** Every decision is local (the connection is down, an error, no start). */
+  let allLocal = false;
+  /** Keys whose decisions timed out repeatedly: local until a probe gets through. */
+  const localKeys = new Set<string>();
+  const strikes = new StrikeCounter();
+  /** Scripts this store has had an answer for: the first use of each may take its load. */
+  const answered = new Set<string>();
+  /** Loads in flight (`EVAL` after `NOSCRIPT`), by SHA: concurrent first uses send the source once. */
+  const loading = new Map<string, Promise<unknown>>();
   let probing = false;
   let lastProbe = 0;
 
@@ -200,22 +202,34 @@ export function createRedisStore(
       }
     }
   };
-  const degrade = (error: unknown): void => {
-    if (degraded) return;
-    degraded = true;
+  const isDegraded = (): boolean => allLocal || localKeys.size > 0;
+  /** Reports `degraded` once per episode: the first key (or all) going local. */
+  const degrade = (error: unknown, key?: string): void => {
+    const episode = isDegraded();
+    if (key === undefined) allLocal = true;
+    else localKeys.add(key);
+    if (episode) return;
     lastProbe = Date.now();
     report({ status: 'degraded', error: redactError(error, secrets) });
   };
   const recover = (): void => {
-    if (!degraded) return;
-    degraded = false;
+    if (!isDegraded()) return;
+    allLocal = false;
+    localKeys.clear();
+    strikes.clearAll();
     // Local state was a stopgap: the next episode starts from scratch, not from stale counts.
     local.clear();
     report({ status: 'recovered' });
   };
+  const redisKey = (key: string): string => `${prefix}{${key}}`;
   const down = (): string | undefined => {
     const status = client.status;
     return status !== undefined && DOWN.has(status) ? `connection is ${status}` : undefined;
+  };
+  /** Still connecting for the first time: without a `status`, until the first answer. */
+  const starting = (): boolean => {
+    const status = client.status;
+    return status === undefined ? answered.size === 0 : STARTING.has(status);
   };
   const probe = (): void => {
     if (probing || Date.now() - lastProbe < probeInterval) return;
@@ -223,24 +237,103 @@ export function createRedisStore(
     lastProbe = Date.now();
     const answer =
       down() === undefined
-        ? withTimeout(
-            attempt(() => client.ping()),
+        ? within(
+            tryCall(() => client.ping()),
             timeout,
+            () => new StoreTimeoutError(`no answer within ${timeout} ms`),
           )
         : Promise.reject();
-    answer
-      .then(recover, () => {})
-      .finally(() => {
-        probing = false;
-      });
-  };
-  const call = (script: LuaScript, key: string, argv: string[]): Promise<unknown> =>
-    attempt(() => client.evalsha(script.sha, 1, key, ...argv)).catch((error: unknown) => {
-      // SCRIPT FLUSH, a restart or a failover to a node that never saw it: EVAL sends the source and caches it.
-      if (isNoScript(error)) return client.eval(script.source, 1, key, ...argv);
-      throw error;
+    answer.then(recover, ignore).finally(() => {
+      probing = false;
     });
-  const redisKey = (key: string): string => `${prefix}{${key}}`;
+  };
+  /** `EVAL` sends the source and caches it; others that need it meanwhile wait for that one. */
+  const load = (script: LuaScript, key: string, argv: string[]): Promise<unknown> => {
+    const pending = loading.get(script.sha);
+    if (pending !== undefined) {
+      // Another node of a cluster may still lack it: a second NOSCRIPT sends the source.
+      return pending
+        .then(ignore, ignore)
+        .then(() => tryCall(() => client.evalsha(script.sha, 1, key, ...argv)))
+        .catch((error: unknown) => {
+          if (isNoScript(error)) return client.eval(script.source, 1, key, ...argv);
+          throw error;
+        });
+    }
+    const sent = tryCall(() => client.eval(script.source, 1, key, ...argv));
+    loading.set(script.sha, sent);
+    const done = (): void => {
+      if (loading.get(script.sha) === sent) loading.delete(script.sha);
+    };
+    sent.then(done, done);
+    return sent;
+  };
+  /**
+   * One decision in Redis on store key `key`. A reply later than `timeout` is
+   * a strike against the key but is still awaited (a late answer from Redis
+   * beats a blank local one: the limiter would read "not engaged"), up to
+   * `DEGRADE_AFTER × timeout`, or until the key goes local. While the client
+   * is connecting, on a script's first use, and from a `NOSCRIPT` on (SCRIPT
+   * FLUSH, a restart, a failover) it waits up to `startupTimeout` instead: the
+   * start and the load are not slow replies.
+   */
+  const decide = (script: LuaScript, key: string, argv: string[]): Promise<unknown> => {
+    const sentAt = Date.now();
+    const target = redisKey(key);
+    let longSince = starting() || !answered.has(script.sha) ? sentAt : undefined;
+    let struck = false;
+    const reply = tryCall(() => client.evalsha(script.sha, 1, target, ...argv)).catch(
+      (error: unknown) => {
+        if (!isNoScript(error)) throw error;
+        longSince ??= Date.now();
+        return load(script, target, argv);
+      },
+    );
+    const patience = DEGRADE_AFTER * timeout;
+    const check = (): Error | number => {
+      const now = Date.now();
+      if (allLocal || localKeys.has(key)) return new StoreReleasedError('released');
+      if (longSince !== undefined) {
+        const reason = down();
+        if (reason !== undefined) return new Error(reason);
+        const left = longSince + startupTimeout - now;
+        if (left <= 0) {
+          return new StoreStartupError(
+            `no answer within the start-up timeout of ${startupTimeout} ms`,
+          );
+        }
+        return Math.min(left, timeout);
+      }
+      const elapsed = now - sentAt;
+      if (elapsed < timeout) return timeout - elapsed;
+      if (!struck) {
+        struck = true;
+        if (strikes.strike(key, sentAt, now)) {
+          const error = `no answer within ${timeout} ms, ${DEGRADE_AFTER} times in a row`;
+          degrade(new StoreTimeoutError(error), key);
+          return new StoreReleasedError('released');
+        }
+      }
+      if (elapsed >= patience) return new StoreTimeoutError(`no answer within ${patience} ms`);
+      return Math.min(timeout, patience - elapsed);
+    };
+    return within(reply, Math.min(timeout, startupTimeout), check).then((value) => {
+      answered.add(script.sha);
+      // Only an answer in time clears the key's strikes; a late one leaves them.
+      if (!struck) strikes.clear(key);
+      return value;
+    });
+  };
+  /**
+   * A decision that got no answer from Redis: a decision that waited its
+   * patience out sends its key local; a start-up failure, an error or a down
+   * connection, every key; a decision released by its key going local, nothing more.
+   */
+  const failed = (key: string, error: unknown): void => {
+    if (error instanceof StoreReleasedError) return;
+    if (error instanceof StoreTimeoutError) degrade(error, key);
+    else degrade(error);
+  };
 
   return {
     run<A extends Json, R extends Json>(
@@ -253,7 +346,7 @@ export function createRedisStore(
       if (script === undefined) {
         throw new TypeError(`redisStore has no script for the operation ${describe(op.name)}`);
       }
-      if (degraded) {
+      if (allLocal || localKeys.has(key)) {
         probe();
         return local.run(key, op, args, now);
       }
@@ -263,13 +356,13 @@ export function createRedisStore(
         return local.run(key, op, args, now);
       }
       const argv = [JSON.stringify(args), callerTime ? String(now) : ''];
-      return withTimeout(call(script, redisKey(key), argv), timeout)
+      return decide(script, key, argv)
         .then((reply) => {
           if (typeof reply !== 'string') throw new TypeError(`unexpected reply from ${op.name}`);
           return JSON.parse(reply) as R;
         })
         .catch((error: unknown) => {
-          degrade(error);
+          failed(key, error);
           return local.run(key, op, args, now);
         });
     },
@@ -280,7 +373,7 @@ export function createRedisStore(
       };
     },
     get status(): 'shared' | 'degraded' {
-      return degraded ? 'degraded' : 'shared';
+      return isDegraded() ? 'degraded' : 'shared';
     },
     redisKey,
   };
@@ -290,10 +383,14 @@ export function createRedisStore(
  * The Redis-backed {@link StateStore}: breaker, budget and rate limits shared
  * by every process that uses the same Redis and prefix. Each decision is one
  * Lua script (called by SHA, reloaded after `NOSCRIPT`) on one key with a TTL,
- * timed by Redis's own clock. If Redis does not answer within `timeout`, the
- * decision is made on local state and `onStatus` reports `degraded` once;
- * `recovered` follows when a probe gets through. Requests never fail because
- * Redis does. See docs/fleet.md.
+ * timed by Redis's own clock. Decisions sent while the client is still
+ * connecting, and each script's first load, wait up to `startupTimeout`. A
+ * later reply than `timeout` is a strike against its key, still awaited up to
+ * 3 × `timeout`; a key goes local on 3 strikes in a row or one decision
+ * unanswered for 3 × `timeout`, and every key does when the connection is
+ * down or Redis answers an error; `onStatus` reports
+ * `degraded` once, and `recovered` when a probe gets through. Requests never
+ * fail because Redis does. See docs/fleet.md.
  * @example
  * import { Redis } from 'ioredis';
  * import { createFetch } from 'staunch';

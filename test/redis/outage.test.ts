@@ -38,12 +38,12 @@ interface Member {
   errors: string[];
 }
 
-async function member(name: string): Promise<Member> {
+// Only the outage may degrade the store, not a slow reply on a loaded test machine.
+async function member(name: string, timeout = 1_000, run = 'kill'): Promise<Member> {
   const connection = await connectRedisStore(server.url, {
-    prefix: `staunch-outage-test:${process.pid}:`,
+    prefix: `staunch-outage-test:${process.pid}:${run}:`,
     probeInterval: 100,
-    // Only the outage may degrade the store, not a slow reply on a loaded test machine.
-    timeout: 1_000,
+    timeout,
   });
   const events: string[] = [];
   const errors: string[] = [];
@@ -134,6 +134,42 @@ describe.runIf(ready)('Redis killed mid-run', () => {
     } finally {
       await a.connection.close();
       await b.connection.close();
+    }
+  }, 60_000);
+});
+
+describe.runIf(ready)('Redis frozen mid-run (SIGSTOP)', () => {
+  it('requests go on, the key degrades once a decision waited 3 × timeout, once, and recovers after SIGCONT', async () => {
+    const a = await member('A', 200, 'freeze');
+    try {
+      const url = (tag: string, i: number) => `${upstream.url}/${tag}/${i}`;
+      for (let i = 0; i < 3; i++) expect(await a.fetch(url('warm', i))).toBe('200');
+      expect(a.connection.store.status).toBe('shared');
+      server.freeze();
+      try {
+        // The connection stays open and nothing is answered: each decision
+        // times out (a strike), is made locally, and the request goes on.
+        let sent = 0;
+        while (a.connection.store.status === 'shared' && sent < 10) {
+          expect(await a.fetch(url('frozen', sent))).toBe('200');
+          sent++;
+        }
+        expect(a.events).toEqual(['degraded']);
+        // A sequential client has one decision in flight: it waits 3 × timeout, then the key goes local.
+        expect(a.errors).toEqual(['redis: no answer within 600 ms']);
+        // Degraded: the next requests do not wait for Redis at all.
+        for (let i = 0; i < 5; i++) expect(await a.fetch(url('local', i))).toBe('200');
+        expect(a.events).toEqual(['degraded']);
+      } finally {
+        server.thaw();
+      }
+      for (let i = 0; i < 200 && a.connection.store.status !== 'shared'; i++) {
+        await a.fetch(url('back', i));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(a.events).toEqual(['degraded', 'recovered']);
+    } finally {
+      await a.connection.close();
     }
   }, 60_000);
 });

@@ -65,6 +65,9 @@ describe('redisStore options', () => {
     );
     expect(() => redisStore({ client: c, timeout: Number.NaN })).toThrow(TypeError);
     expect(() => redisStore({ client: c, probeInterval: -1 })).toThrow(RangeError);
+    expect(() => redisStore({ client: c, startupTimeout: -5 })).toThrow(
+      /redisStore\.startupTimeout must be a number > 0, got -5/,
+    );
     expect(() => redisStore({ client: c, retries: 3 } as never)).toThrow(
       /retries is not an option/,
     );
@@ -160,44 +163,141 @@ describe.runIf(ready)('redisStore on a real Redis', () => {
     expect(store.status).toBe('shared');
   });
 
-  it('falls back to local state when Redis stalls, says so once, and recovers', async () => {
+  it('the first use of a script is its load, not a slow reply: concurrent first uses wait and send the source once', async () => {
     const proxy = await stallProxy(server.port);
     const viaProxy = new Redis(proxy.url);
     try {
-      const store = redisStore({ client: viaProxy, prefix, timeout: 300, probeInterval: 100 });
+      await viaProxy.ping();
+      const store = redisStore({ client: viaProxy, prefix, timeout: 50 });
+      const statuses: StoreStatus[] = [];
+      store.onStatus((s) => statuses.push(s));
+      await client.script('FLUSH');
+      await client.config('RESETSTAT');
+      // Redis answers nothing for 300 ms, six times the decision timeout.
+      proxy.stall();
+      const resumed = new Promise<void>((resolve) =>
+        setTimeout(() => {
+          proxy.resume();
+          resolve();
+        }, 300),
+      );
+      const balances = await Promise.all(
+        Array.from({ length: 10 }, () => store.run('budget:load', budgetDeposit, budgetArgs, 0)),
+      );
+      await resumed;
+      expect(statuses).toEqual([]);
+      // Every deposit reached the one shared balance: 10 + 10 × 0.1 (less a trace of decay on Redis time).
+      expect(Math.max(...balances)).toBeCloseTo(11, 3);
+      expect(await commandCalls('eval')).toBe(1);
+      expect(await commandCalls('evalsha')).toBe(19);
+    } finally {
+      viaProxy.disconnect();
+      await proxy.close();
+    }
+  });
+
+  it('a slow Redis: a late answer is used, one slow spell is one strike, three in a row send the key local', async () => {
+    const proxy = await stallProxy(server.port);
+    const viaProxy = new Redis(proxy.url);
+    try {
+      // A reply later than 200 ms is a strike; a decision waits for it up to 600 ms.
+      const store = redisStore({ client: viaProxy, prefix, timeout: 200, probeInterval: 100 });
       const statuses: StoreStatus[] = [];
       store.onStatus((s) => statuses.push(s));
       const args = { cfg: { ...fixed, rps: 0.001, burst: 2 }, maxWait: 0, epoch: null };
-      expect((await store.run('rate:stall', rateAcquire, args, Date.now())).ok).toBe(true);
-      proxy.stall();
-      const started = Date.now();
-      // Redis holds one token; locally the bucket starts full again (2).
-      expect((await store.run('rate:stall', rateAcquire, args, Date.now())).ok).toBe(true);
-      expect(Date.now() - started).toBeLessThan(5_000);
-      expect(statuses).toEqual([{ status: 'degraded', error: 'redis: no answer within 300 ms' }]);
-      expect(store.status).toBe('degraded');
-      // Degraded: answered synchronously from memory, no second event.
-      const local = store.run('rate:stall', rateAcquire, args, Date.now());
-      expect(local).toEqual({ ok: true, wait: 0, epoch: 0, engaged: true, rate: 0.001 });
-      expect((store.run('rate:stall', rateAcquire, args, Date.now()) as { ok: boolean }).ok).toBe(
-        false,
+      const take = (key: string) => store.run(key, rateAcquire, args, Date.now());
+      /** Redis answers nothing for 350 ms while `during` runs. */
+      const slowly = async <T>(during: () => T | Promise<T>): Promise<T> => {
+        proxy.stall();
+        const resume = setTimeout(() => proxy.resume(), 350);
+        try {
+          return await during();
+        } finally {
+          clearTimeout(resume);
+          proxy.resume();
+        }
+      };
+      expect((await take('rate:stall')).ok).toBe(true);
+      expect((await take('rate:other')).ok).toBe(true);
+      // Five decisions in flight together during one slow spell: Redis's late
+      // answers are used (its bucket has 1 token left; a local one would grant
+      // 2), one strike, the key stays shared.
+      const together = await slowly(() =>
+        Promise.all(Array.from({ length: 5 }, () => take('rate:stall'))),
       );
+      expect(together.map((r) => r.ok).sort()).toEqual([false, false, false, false, true]);
+      expect(statuses).toEqual([]);
+      expect(store.status).toBe('shared');
+      // A second slow reply, sent after the first strike: still Redis's answer, the bucket is empty.
+      expect((await slowly(() => take('rate:stall'))).ok).toBe(false);
+      expect(statuses).toEqual([]);
+      // The third strike in a row: the key goes local, this decision with it (a fresh local bucket).
+      expect((await slowly(() => take('rate:stall'))).ok).toBe(true);
+      const error = 'redis: no answer within 200 ms, 3 times in a row';
+      expect(statuses).toEqual([{ status: 'degraded', error }]);
+      expect(store.status).toBe('degraded');
+      // Degraded: that key is answered synchronously from memory, no second event.
+      const local = take('rate:stall');
+      expect(local).not.toBeInstanceOf(Promise);
+      expect(local).toMatchObject({ ok: true });
       expect(statuses).toHaveLength(1);
-      proxy.resume();
+      // Only that key is local: another key is still decided in Redis, where one
+      // of its 2 tokens is gone (a local bucket would grant both).
+      const other = [await take('rate:other'), await take('rate:other')];
+      expect(other.map((r) => r.ok)).toEqual([true, false]);
       for (let i = 0; i < 200 && store.status === 'degraded'; i++) {
-        await store.run('rate:stall', rateAcquire, args, Date.now());
+        await take('rate:stall');
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
-      expect(statuses).toEqual([
-        { status: 'degraded', error: 'redis: no answer within 300 ms' },
-        { status: 'recovered' },
-      ]);
-      // Shared again: the one token Redis kept is there (the stalled take may have landed late).
-      const shared = await store.run('rate:stall', rateAcquire, args, Date.now());
-      expect(typeof shared).toBe('object');
+      expect(statuses).toEqual([{ status: 'degraded', error }, { status: 'recovered' }]);
+      // Shared again: the key is decided in Redis, whose bucket is still empty.
+      expect(await take('rate:stall')).toMatchObject({ ok: false });
       expect(store.status).toBe('shared');
-      const state = JSON.parse((await client.get(store.redisKey('rate:stall'))) ?? 'null');
-      expect(state.tokens).toBeLessThan(1);
+    } finally {
+      viaProxy.disconnect();
+      await proxy.close();
+    }
+  });
+
+  it('a frozen Redis: a decision unanswered for 3 × timeout sends its key local at once', async () => {
+    const proxy = await stallProxy(server.port);
+    const viaProxy = new Redis(proxy.url);
+    try {
+      const store = redisStore({ client: viaProxy, prefix, timeout: 100, probeInterval: 100 });
+      const statuses: StoreStatus[] = [];
+      store.onStatus((s) => statuses.push(s));
+      const args = { cfg: fixed, maxWait: 0, epoch: null };
+      expect((await store.run('rate:frozen', rateAcquire, args, Date.now())).ok).toBe(true);
+      proxy.stall();
+      expect((await store.run('rate:frozen', rateAcquire, args, Date.now())).ok).toBe(true);
+      expect(statuses).toEqual([{ status: 'degraded', error: 'redis: no answer within 300 ms' }]);
+      expect(store.run('rate:frozen', rateAcquire, args, Date.now())).not.toBeInstanceOf(Promise);
+    } finally {
+      viaProxy.disconnect();
+      await proxy.close();
+    }
+  });
+
+  it('a client that never gets an answer: the first decisions wait the start-up timeout, then all go local', async () => {
+    const proxy = await stallProxy(server.port);
+    proxy.stall();
+    // Connected (TCP), but the ready check is never answered: ioredis stays in `connect`.
+    const viaProxy = new Redis(proxy.url);
+    try {
+      const store = redisStore({ client: viaProxy, prefix, timeout: 50, startupTimeout: 400 });
+      const statuses: StoreStatus[] = [];
+      store.onStatus((s) => statuses.push(s));
+      const args = { cfg: fixed, maxWait: 0, epoch: null };
+      const first = await Promise.all(
+        Array.from({ length: 3 }, () => store.run('rate:start', rateAcquire, args, Date.now())),
+      );
+      expect(first.map((r) => r.ok)).toEqual([true, true, false]);
+      expect(viaProxy.status).toBe('connect');
+      expect(statuses).toEqual([
+        { status: 'degraded', error: 'redis: no answer within the start-up timeout of 400 ms' },
+      ]);
+      // Every key, not only the one that waited.
+      expect(store.run('budget:start', budgetDeposit, budgetArgs, 1_000)).toBeCloseTo(10.1, 10);
     } finally {
       viaProxy.disconnect();
       await proxy.close();

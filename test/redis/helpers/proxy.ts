@@ -7,6 +7,8 @@ import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 
 export interface StallProxy {
   readonly url: string;
+  /** Resolves once `n` client connections have been accepted in all. */
+  connected(n: number): Promise<void>;
   stall(): void;
   resume(): void;
   close(): Promise<void>;
@@ -15,12 +17,20 @@ export interface StallProxy {
 export async function stallProxy(targetPort: number): Promise<StallProxy> {
   const clients = new Set<Socket>();
   let stalled = false;
+  let accepted = 0;
+  const waiters: { n: number; resolve: () => void }[] = [];
   const server = createServer((socket) => {
+    accepted++;
+    for (const w of waiters.filter((w) => accepted >= w.n)) {
+      waiters.splice(waiters.indexOf(w), 1);
+      w.resolve();
+    }
     const upstream = connect(targetPort, '127.0.0.1');
     clients.add(socket);
-    if (stalled) socket.pause();
     socket.pipe(upstream);
     upstream.pipe(socket);
+    // After pipe(), which resumes its source: a connection made while stalled stays unread.
+    if (stalled) socket.pause();
     const end = (): void => {
       clients.delete(socket);
       socket.destroy();
@@ -35,6 +45,8 @@ export async function stallProxy(targetPort: number): Promise<StallProxy> {
   const { port } = server.address() as AddressInfo;
   return {
     url: `redis://127.0.0.1:${port}`,
+    connected: (n) =>
+      accepted >= n ? Promise.resolve() : new Promise((resolve) => waiters.push({ n, resolve })),
     stall() {
       stalled = true;
       for (const socket of clients) socket.pause();

@@ -86,6 +86,10 @@ export interface RedisServer {
   readonly owned: boolean;
   /** SIGKILLs redis-server (owned only); resolves when it is gone. */
   kill(): Promise<void>;
+  /** SIGSTOP: connections stay open, nothing is answered (owned only). */
+  freeze(): void;
+  /** SIGCONT after `freeze`. */
+  thaw(): void;
   /** Starts it again on the same port, empty (owned only). */
   restart(): Promise<void>;
   stop(): Promise<void>;
@@ -104,6 +108,10 @@ export async function startRedis(extra: string[] = []): Promise<RedisServer> {
       owned: false,
       kill: () => Promise.reject(new Error('REDIS_URL: cannot kill a Redis we do not own')),
       restart: () => Promise.reject(new Error('REDIS_URL: cannot restart a Redis we do not own')),
+      freeze: () => {
+        throw new Error('REDIS_URL: cannot freeze a Redis we do not own');
+      },
+      thaw: () => {},
       stop: () => Promise.resolve(),
     };
   }
@@ -166,6 +174,12 @@ export async function startRedis(extra: string[] = []): Promise<RedisServer> {
     async restart() {
       await end();
       await launch();
+    },
+    freeze() {
+      process.kill(pid, 'SIGSTOP');
+    },
+    thaw() {
+      process.kill(pid, 'SIGCONT');
     },
     stop: end,
   };

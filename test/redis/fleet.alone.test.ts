@@ -45,7 +45,7 @@ async function fleet<T>(
     processes,
     module: member(name),
     store: kind === 'redis' ? server.url : 'local',
-    storeOptions: { prefix, timeout: 5_000 },
+    storeOptions: { prefix, timeout: 5_000, startupTimeout: 30_000 },
     input: { dist, ...input } as never,
     timeout: 60_000,
   });
@@ -144,7 +144,7 @@ describe.runIf(ready)('a fleet on one Redis', () => {
         processes: 4,
         module: member('breaker'),
         store: server.url,
-        storeOptions: { prefix, timeout: 5_000 },
+        storeOptions: { prefix, timeout: 5_000, startupTimeout: 30_000 },
         input: { dist, url: upstream.url, breaker, tag: 'half-open', requests: 20 } as never,
         timeout: 60_000,
       });

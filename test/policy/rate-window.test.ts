@@ -1,0 +1,110 @@
+import { describe, expect, it } from 'vitest';
+import { RATE_KEY_PREFIX, RateLimiter, rateLimitDefaults } from '../../src/policy/rate-limiter.js';
+import type { RateState } from '../../src/policy/rate-ops.js';
+import { locateReset, quotaWindow, windowSeen } from '../../src/policy/rate-window.js';
+import { memoryStore } from '../../src/store/memory.js';
+import { fakeClock } from '../helpers/clock.js';
+
+const KEY = 'https://api.example.com';
+
+describe('locateReset', () => {
+  it('is unknown until a counter rises between two sends', () => {
+    const w = quotaWindow();
+    expect(locateReset(w, 5_000, 1_000)).toBeUndefined();
+    windowSeen(w, 9, 1_000);
+    windowSeen(w, 8, 1_100);
+    expect(locateReset(w, 5_000, 1_000)).toBeUndefined();
+    windowSeen(w, 99, 1_320); // a window began in (1 100, 1 320]
+    expect(locateReset(w, 5_000, 1_000)).toBe(5_320);
+    expect(locateReset(w, 5_400, 1_000)).toBe(6_320);
+    expect(locateReset(w, 5_400, 3_000)).toBe(8_320);
+  });
+
+  it('keeps the narrowest bracket that agrees, and takes one that does not', () => {
+    const w = quotaWindow();
+    windowSeen(w, 5, 1_000);
+    windowSeen(w, 99, 1_320); // (1 000, 1 320]
+    windowSeen(w, 0, 2_300);
+    windowSeen(w, 99, 2_305); // (2 300, 2 305]: narrower, agrees
+    expect(locateReset(w, 5_000, 1_000)).toBe(5_305);
+    windowSeen(w, 0, 3_000);
+    windowSeen(w, 99, 3_310); // (3 000, 3 310]: wider, agrees: kept the narrow one
+    expect(locateReset(w, 5_000, 1_000)).toBe(5_305);
+    windowSeen(w, 0, 4_600);
+    windowSeen(w, 99, 4_700); // (4 600, 4 700] holds no x305: the windows moved
+    expect(locateReset(w, 5_000, 1_000)).toBe(5_700);
+  });
+
+  it('ignores answers overtaken by a later send, and resets that are not whole seconds', () => {
+    const w = quotaWindow();
+    windowSeen(w, 5, 1_000);
+    windowSeen(w, 99, 1_320);
+    windowSeen(w, 98, 1_330);
+    windowSeen(w, 200, 1_200); // sent before the last one: says nothing
+    expect(locateReset(w, 5_000, 1_000)).toBe(5_320);
+    expect(locateReset(w, 5_000, 750)).toBeUndefined(); // retry-after-ms: exact as told
+  });
+});
+
+/** A fixed window of `limit` per second, the windows starting at 300 ms past each second. */
+function server(limit: number) {
+  let index = Number.NaN;
+  let used = 0;
+  return (t: number): number => {
+    const i = Math.floor((t - 300) / 1_000);
+    if (i !== index) {
+      index = i;
+      used = 0;
+    }
+    used = Math.min(limit, used + 1);
+    return limit - used;
+  };
+}
+
+async function setup(counters: boolean) {
+  const clock = fakeClock();
+  const memory = memoryStore();
+  const limiter = new RateLimiter(rateLimitDefaults, memory, clock);
+  const state = () => memory.peek(RATE_KEY_PREFIX + KEY, clock.now()) as RateState;
+  const remaining = server(1_000);
+  for (let i = 0; i < 200; i++) {
+    const sentAt = clock.now();
+    await limiter.acquire(KEY, 1_000);
+    const left = remaining(sentAt);
+    await clock.advance(20);
+    await limiter.onResponse(KEY, 200, { sentAt, ...(counters && { remaining: left }) });
+  }
+  return { clock, limiter, state };
+}
+
+describe('a fixed window whose counter the responses carry', () => {
+  it('pauses a spent window to its start, not to the whole second the header rounds to', async () => {
+    const s = await setup(true);
+    const now = s.clock.now(); // 4 000 ms past the start: the window began at 3 300
+    await s.limiter.onResponse(KEY, 429, { remaining: 0, reset: 1_000, sentAt: now - 5 });
+    expect(s.state().at).toBe(now + 300);
+  });
+
+  /** Two spent windows 1.5 s apart: the rate before and after the second, and its pause. */
+  async function twoSpends(counters: boolean) {
+    const s = await setup(counters);
+    await s.limiter.onResponse(KEY, 429, { remaining: 0, reset: 1_000, sentAt: s.clock.now() });
+    const before = s.state().rate;
+    await s.clock.advance(1_500);
+    const now = s.clock.now();
+    await s.limiter.onResponse(KEY, 429, { remaining: 0, reset: 1_000, sentAt: now - 5 });
+    return { before, after: s.state().rate, pause: s.state().at - now };
+  }
+
+  it('does not cut an engaged key for a spent window whose reset it located', async () => {
+    const { before, after, pause } = await twoSpends(true);
+    expect(after).toBe(before);
+    expect(pause).toBe(800);
+  });
+
+  it('without the counter, pauses the whole second told and cuts', async () => {
+    const { before, after, pause } = await twoSpends(false);
+    expect(after).toBeLessThan(before);
+    expect(pause).toBe(1_000);
+  });
+});
