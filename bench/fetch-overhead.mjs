@@ -121,18 +121,21 @@ const pairs = [
 
 let agent;
 let undiciVersion;
+/**
+ * npm undici is imported only after the global fetch has sent its first
+ * request (see "the server" below): on import, npm undici installs its own
+ * Agent as the process's global dispatcher when none is set yet, and Node's
+ * bundled fetch would then run on it, so the "global fetch" pair would not be
+ * the fetch users get.
+ */
+let undici;
 if (!args['no-undici']) {
-  let undici;
-  try {
-    undici = await import('undici');
-  } catch {
+  undiciVersion = await undiciPackageVersion();
+  if (undiciVersion === undefined) {
     log('fetch-overhead: npm package `undici` not installed; skipping the undici pair.');
-  }
-  if (undici !== undefined) {
-    agent = new undici.Agent({ keepAliveTimeout: 30_000 });
+  } else {
     // One Agent for both sides; the closure costs the same on both.
     const undiciFetch = (url, init) => undici.fetch(url, { ...init, dispatcher: agent });
-    undiciVersion = await undiciPackageVersion();
     pairs.push({
       name: 'undici fetch',
       bare: undiciFetch,
@@ -183,6 +186,17 @@ const serverStats = server.stats;
 const url = `http://127.0.0.1:${port}/bench`;
 let started = 0;
 let firstError;
+
+if (undiciVersion !== undefined && !args['no-undici']) {
+  // The global fetch first, so that Node's bundled undici sets the global dispatcher.
+  started++;
+  await (await globalThis.fetch(url)).arrayBuffer();
+  undici = await import('undici');
+  agent = new undici.Agent({ keepAliveTimeout: 30_000 });
+  if (globalThis[Symbol.for('undici.globalDispatcher.1')] instanceof undici.Agent) {
+    fail("npm undici's Agent is the global fetch's dispatcher: the global pair would be wrong");
+  }
+}
 
 /** Busy CPU time of the whole machine in ms, from /proc/stat (Linux), else undefined. */
 function machineBusyMs() {

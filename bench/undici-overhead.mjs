@@ -1,41 +1,34 @@
 #!/usr/bin/env node
-import { existsSync } from 'node:fs';
-import { availableParallelism, cpus } from 'node:os';
-import { performance } from 'node:perf_hooks';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 /**
- * staunch/undici success-path overhead: requests/s of `undici.request` over a
- * dispatcher with staunch's retry interceptor, against bare `undici.request`
- * over an undici `Agent` with the very same settings, on a keep-alive
- * loopback server in a separate process (bench/server.mjs).
+ * staunch/undici success-path overhead, every variant in its own process
+ * (bench/variant-child.mjs, variants in bench/undici-variants.mjs), against a
+ * keep-alive loopback server in another (bench/server.mjs), interleaved
+ * rounds (bench/rounds.mjs).
  *
  *   npm run build && node bench/undici-overhead.mjs [--help]
  *
- * Five variants, each with its own pool of the same settings:
- * - `bare`: `new Agent(settings)`;
- * - `passthrough`: the same with an interceptor that does nothing but pass
- *   the handler on (undici converts the handler API at each composed
- *   interceptor: the floor any interceptor pays);
- * - `interceptor`: `new Agent(settings).compose(retryInterceptor())`, core defaults
- *   (breaker, budget and adaptive rate limiter on): the goal is about this one;
- * - `no-policies`: the same with `breaker`, `budget` and `rateLimit` off, to
- *   tell the adapter and executor apart from the policies;
- * - `createAgent`: `createAgent()`, whose settings are `settings` (staunch's defaults).
- * Each round runs every variant for `--duration` seconds at a fixed
- * concurrency, in an order that rotates every round, so slow drift of the
- * machine falls on all sides. Ratios are taken within a round (variant / bare),
- * then the median over the rounds. Every body is read.
+ * `undici.request` variants, as ratios to `bare` (an undici `Agent` of
+ * staunch's transport settings):
+ * - `passthrough`: the same with a do-nothing composed interceptor (the
+ *   handler-API conversion any composed interceptor pays);
+ * - `createAgent`: `createAgent()`, core defaults (goal >= 0.95);
+ * - `interceptor`: `new Agent(settings).compose(retryInterceptor())` (goal >= 0.90);
+ * - `no-policies`: the same with breaker, budget and rate limiter off.
+ * fetch variants, as ratios to `global-fetch` (Node's own, its bundled undici):
+ * - `staunch-undici-fetch`: `createFetch()` of staunch/undici (goal >= 1.5);
+ * - `undici-fetch`: npm undici's `fetch` over an `Agent` of the same settings;
+ * - `staunch-fetch`: `createFetch()` of staunch over the global fetch.
+ *
+ * A process per variant matters: the first staunch interceptor subscribes to
+ * undici's `undici:client:sendHeaders` channel, which makes undici publish
+ * for every request of the process, and importing npm undici before the
+ * first global fetch puts npm undici's Agent under the global fetch.
  */
-import { startServer } from './child-server.mjs';
-
-const GOAL = 0.95;
+import { parseArgs } from 'node:util';
+import { printTable, runRounds } from './rounds.mjs';
+import { FETCH_VARIANTS, REQUEST_VARIANTS } from './undici-variants.mjs';
 
 const HELP = `Usage: npm run build && node bench/undici-overhead.mjs [options]
-
-Compares undici.request over staunch's retry interceptor (and over createAgent)
-with bare undici.request over an Agent of the same settings, on a keep-alive
-HTTP server on 127.0.0.1 in a child process.
 
 Options:
   --duration <s>      seconds per variant per round          (default 1)
@@ -43,11 +36,15 @@ Options:
   --warmup <n>        warm-up rounds, discarded              (default 2)
   --concurrency <n>   requests in flight                     (default 32)
   --body-bytes <n>    response body size                     (default 64)
-  --dist <dir>        the build to measure                   (default dist/)
+  --variants <list>   comma-separated variants, or request / fetch / all (default all);
+                      NAME@before: the same on the build in STAUNCH_BEFORE_DIST,
+                      NAME@tag: on the build in STAUNCH_DIST_tag
+  --profile <list>    write CPU profiles of these variants' processes to --profile-dir/<variant>
+  --profile-dir <d>   (default .prof)
   --json              print the results as JSON
   -h, --help          this help
 
-Goal: interceptor/bare >= ${GOAL} (median of the per-round ratios).`;
+Variants: ${[...REQUEST_VARIANTS, ...FETCH_VARIANTS].join(', ')}.`;
 
 function fail(message) {
   console.error(`undici-overhead: ${message}`);
@@ -63,7 +60,9 @@ try {
       warmup: { type: 'string', default: '2' },
       concurrency: { type: 'string', default: '32' },
       'body-bytes': { type: 'string', default: '64' },
-      dist: { type: 'string', default: fileURLToPath(new URL('../dist', import.meta.url)) },
+      variants: { type: 'string', default: 'all' },
+      profile: { type: 'string' },
+      'profile-dir': { type: 'string', default: '.prof' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -76,7 +75,6 @@ if (args.help) {
   console.log(HELP);
   process.exit(0);
 }
-
 function numberArg(name, min, integer = true) {
   const value = Number(args[name]);
   if (!Number.isFinite(value) || value < min || (integer && !Number.isInteger(value))) {
@@ -85,207 +83,65 @@ function numberArg(name, min, integer = true) {
   return value;
 }
 
+const sets = {
+  request: REQUEST_VARIANTS,
+  fetch: FETCH_VARIANTS,
+  all: [...REQUEST_VARIANTS, ...FETCH_VARIANTS],
+};
+const variants = sets[args.variants] ?? args.variants.split(',');
+const base = (v) => v.split('@')[0];
+for (const v of variants) {
+  if (!sets.all.includes(base(v))) fail(`--variants: unknown variant ${JSON.stringify(v)}`);
+}
+for (const v of variants) {
+  const tag = v.split('@')[1];
+  const env = tag === 'before' ? 'STAUNCH_BEFORE_DIST' : `STAUNCH_DIST_${tag}`;
+  if (tag !== undefined && process.env[env] === undefined) {
+    fail(`variant ${v} needs ${env} (the dist/ of the build to compare with)`);
+  }
+}
+const baselines = Object.fromEntries(
+  variants.map((v) => [v, REQUEST_VARIANTS.includes(base(v)) ? 'bare' : 'global-fetch']),
+);
+for (const v of [...variants]) if (!variants.includes(baselines[v])) variants.unshift(baselines[v]);
+for (const v of variants) baselines[v] ??= v;
+const rank = (v) => sets.all.indexOf(base(v)) + (v.includes('@') ? 0.5 : 0);
+const ordered = [...new Set(variants)].sort((a, b) => rank(a) - rank(b));
+const goals = { createAgent: 0.95, interceptor: 0.9, 'staunch-undici-fetch': 1.5 };
+for (const v of ordered) if (v.includes('@')) delete goals[v];
+
 const config = {
+  name: 'undici-overhead',
+  file: new URL('./undici-variants.mjs', import.meta.url).href,
+  variants: ordered,
+  baselines,
   duration: numberArg('duration', 0.1, false),
   rounds: numberArg('rounds', 1),
   warmup: numberArg('warmup', 0),
   concurrency: numberArg('concurrency', 1),
   bodyBytes: numberArg('body-bytes', 0),
+  profile: args.profile,
+  profileDir: args['profile-dir'],
 };
-const log = (message) => console.error(message);
-
-const entry = pathToFileURL(`${args.dist}/undici/index.js`);
-if (!existsSync(entry)) {
-  fail(`${fileURLToPath(entry)} not found: run \`npm run build\` first (or pass --dist).`);
-}
-const { createAgent, retryInterceptor } = await import(entry.href);
-const undici = await import('undici');
-
-// staunch's transport defaults (docs/undici.md), as undici Agent options.
-const settings = {
-  connections: 50,
-  connectTimeout: 10_000,
-  headersTimeout: 60_000,
-  bodyTimeout: 300_000,
-  keepAliveTimeout: 4_000,
-  keepAliveTimeoutThreshold: 1_000,
-  keepAliveMaxTimeout: 60_000,
-};
-const variants = [
-  { name: 'bare', dispatcher: new undici.Agent(settings) },
-  {
-    name: 'passthrough',
-    dispatcher: new undici.Agent(settings).compose(
-      (dispatch) => (opts, handler) => dispatch(opts, handler),
-    ),
-  },
-  {
-    name: 'interceptor',
-    dispatcher: new undici.Agent(settings).compose(retryInterceptor()),
-  },
-  {
-    name: 'no-policies',
-    dispatcher: new undici.Agent(settings).compose(
-      retryInterceptor({ breaker: false, budget: false, rateLimit: false }),
-    ),
-  },
-  { name: 'createAgent', dispatcher: createAgent() },
-];
-
-const perRound = variants.length * config.duration;
-const limitSeconds = Math.ceil((config.rounds + config.warmup) * perRound * 1.3 + 30);
-setTimeout(() => {
-  console.error(`undici-overhead: exceeded the time limit of ${limitSeconds} s, aborting`);
-  process.exit(1);
-}, limitSeconds * 1000).unref();
-
-const server = await startServer({
-  name: 'undici-overhead',
-  maxSeconds: limitSeconds + 10,
-  bodyBytes: config.bodyBytes,
-}).catch((error) => fail(error.message));
-const port = server.port;
-const serverStats = server.stats;
-
-const url = `http://127.0.0.1:${port}/bench`;
-let started = 0;
-let firstError;
-
-async function measure(dispatcher) {
-  let ok = 0;
-  let failed = 0;
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  const end = t0 + config.duration * 1000;
-  const worker = async () => {
-    while (performance.now() < end) {
-      started++;
-      try {
-        const { statusCode, body } = await undici.request(url, { dispatcher });
-        await body.arrayBuffer();
-        if (statusCode === 200) ok++;
-        else failed++;
-      } catch (error) {
-        failed++;
-        firstError ??= error;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: config.concurrency }, worker));
-  const ms = performance.now() - t0;
-  const cpu = process.cpuUsage(cpu0);
-  return {
-    requests: ok,
-    failed,
-    rps: (ok * 1000) / ms,
-    cpuPerRequest: ok === 0 ? Number.NaN : (cpu.user + cpu.system) / ok,
-  };
-}
-
-const median = (values) => {
-  const s = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
-  if (s.length === 0) return Number.NaN;
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-};
-const fmt = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');
-
-log(
-  `undici-overhead: ${variants.map((v) => v.name).join(', ')}; ${config.rounds} rounds ` +
-    `(+${config.warmup} warm-up) × ${config.duration} s each, concurrency ${config.concurrency}, ${url}`,
+console.error(
+  `undici-overhead: ${ordered.join(', ')}; ${config.rounds} rounds (+${config.warmup} warm-up) × ` +
+    `${config.duration} s each, concurrency ${config.concurrency}, a process per variant`,
 );
-const rounds = [];
-for (let r = 0; r < config.warmup + config.rounds; r++) {
-  const warmup = r < config.warmup;
-  const order = variants.map((_, i) => variants[(i + r) % variants.length]);
-  const cells = {};
-  for (const v of order) cells[v.name] = await measure(v.dispatcher);
-  for (const v of variants) cells[v.name].ratio = cells[v.name].rps / cells.bare.rps;
-  rounds.push({
-    round: warmup ? 0 : r - config.warmup + 1,
-    warmup,
-    order: order.map((v) => v.name),
-    cells,
-  });
-  log(
-    `  ${warmup ? 'warm-up' : `round ${r - config.warmup + 1}`}: ` +
-      variants
-        .map((v) => `${v.name} ${fmt(cells[v.name].rps)} (${cells[v.name].ratio.toFixed(3)})`)
-        .join(', '),
-  );
-}
-
-const measured = rounds.filter((r) => !r.warmup);
-const summary = {};
-for (const v of variants) {
-  const ratios = measured.map((r) => r.cells[v.name].ratio);
-  summary[v.name] = {
-    rps: median(measured.map((r) => r.cells[v.name].rps)),
-    ratio: median(ratios),
-    vsPassthrough: median(measured.map((r) => r.cells[v.name].rps / r.cells.passthrough.rps)),
-    ratioMin: Math.min(...ratios),
-    ratioMax: Math.max(...ratios),
-    cpuPerRequest: median(measured.map((r) => r.cells[v.name].cpuPerRequest)),
-  };
-}
-const stats = await serverStats();
-const failures = rounds.reduce(
-  (n, r) => n + Object.values(r.cells).reduce((m, c) => m + c.failed, 0),
-  0,
-);
-server.stop();
-await Promise.all(variants.map((v) => v.dispatcher.close()));
-
-const environment = {
-  date: new Date().toISOString(),
-  node: process.version,
-  undici: (await import('node:module')).createRequire(import.meta.url)('undici/package.json')
-    .version,
-  availableParallelism: availableParallelism(),
-  cpuModel: cpus()[0]?.model,
-  platform: `${process.platform} ${process.arch}`,
-};
-
+const result = await runRounds(config).catch((error) => fail(error.stack ?? error));
+const info = result.info[ordered[0]];
 if (args.json) {
-  console.log(JSON.stringify({ environment, config, goal: GOAL, summary, rounds }, null, 2));
+  console.log(JSON.stringify({ config, ...result }, null, 2));
 } else {
-  const rows = [
-    ['variant', 'rps (median)', 'ratio', 'range', 'vs passthrough', 'CPU µs/req', 'goal'],
-  ];
-  for (const v of variants) {
-    const s = summary[v.name];
-    rows.push([
-      v.name,
-      fmt(s.rps),
-      s.ratio.toFixed(3),
-      `${s.ratioMin.toFixed(3)}–${s.ratioMax.toFixed(3)}`,
-      s.vsPassthrough.toFixed(3),
-      s.cpuPerRequest.toFixed(1),
-      v.name === 'interceptor' ? `>= ${GOAL} ${s.ratio >= GOAL ? 'met' : 'NOT met'}` : '',
-    ]);
-  }
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
-  console.log('');
-  for (const row of rows) console.log(row.map((c, i) => c.padStart(widths[i])).join('  '));
-  console.log('');
+  printTable(result, ordered, baselines, goals);
   console.log(
-    `ratio = variant/bare requests/s within a round, median over ${measured.length} rounds ` +
-      '(vs passthrough: the same against the do-nothing interceptor); ' +
-      `${config.concurrency} in flight; server counted ${stats.requests} requests.`,
+    `ratio = variant/baseline requests/s within a round, median over ${config.rounds} rounds ` +
+      '(CPU ratio: baseline/variant client CPU time per request, the same way); ' +
+      `${config.concurrency} in flight; the server counted ${result.requests} requests ` +
+      `on ${result.connections} connections.`,
   );
   console.log(
-    `node ${environment.node}, undici ${environment.undici}; ${environment.availableParallelism} CPUs ` +
-      `(${environment.cpuModel}); ${environment.date}`,
+    `node ${info.node} (bundled undici ${info.bundledUndici}), npm undici ${info.undici}; ` +
+      `1-min load average ${result.load.min.toFixed(2)}–${result.load.max.toFixed(2)} during the rounds; ` +
+      new Date().toISOString(),
   );
-}
-
-if (failures > 0) {
-  console.error(`undici-overhead: ${failures} request(s) failed; first error:`, firstError);
-  process.exitCode = 1;
-}
-if (stats.requests !== started) {
-  console.error(
-    `undici-overhead: the server counted ${stats.requests} requests, the client started ${started}`,
-  );
-  process.exitCode = 1;
 }

@@ -9,6 +9,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { DRAIN_LIMIT } from '../internal/limits.js';
 import { expectSend, markIfStale, type Probe, probe } from './stale.js';
+import type { AbortToken } from './token.js';
 
 type Controller = Dispatcher.DispatchController;
 type Handler = Dispatcher.DispatchHandler;
@@ -25,12 +26,22 @@ export class CallerController implements Controller {
   #aborted = false;
   #paused = false;
   #reason: Error | null = null;
-  readonly #logical: AbortController;
+  readonly #logical: AbortToken;
   /** The attempt handed over, once there is one. */
   attempt: Attempt | undefined;
 
-  constructor(logical: AbortController) {
+  constructor(logical: AbortToken) {
     this.#logical = logical;
+  }
+
+  /** The response's raw headers as undici read them, for a caller on the legacy handler API. */
+  get rawHeaders(): Buffer[] | null {
+    return this.attempt?.rawHeaders ?? null;
+  }
+
+  /** The same for the trailers, once the body has ended. */
+  get rawTrailers(): Buffer[] | null {
+    return this.attempt?.rawTrailers ?? null;
   }
 
   get aborted(): boolean {
@@ -82,6 +93,9 @@ export class Attempt implements Handler {
   status = 0;
   headers: IncomingHttpHeaders = NO_HEADERS;
   statusText: string | undefined;
+  /** undici's raw headers (its `UnwrapHandler` controller carries them), when given. */
+  rawHeaders: Buffer[] | undefined;
+  rawTrailers: Buffer[] | undefined;
   #controller: Controller | undefined;
   readonly #probe: Probe = probe();
   #started = false;
@@ -151,6 +165,7 @@ export class Attempt implements Handler {
     this.status = statusCode;
     this.headers = headers;
     this.statusText = statusMessage;
+    this.rawHeaders = (controller as { rawHeaders?: Buffer[] | null }).rawHeaders ?? undefined;
     const resolve = this.#resolve!;
     this.#resolve = this.#reject = undefined;
     resolve(this);
@@ -191,8 +206,9 @@ export class Attempt implements Handler {
     else this.#chunks.push(chunk);
   }
 
-  onResponseEnd(_controller: Controller, trailers: IncomingHttpHeaders): void {
+  onResponseEnd(controller: Controller, trailers: IncomingHttpHeaders): void {
     this.#ended = true;
+    this.rawTrailers = (controller as { rawTrailers?: Buffer[] | null }).rawTrailers ?? undefined;
     this.#trailers = trailers;
     if (this.#mode === 'discard') this.#finishDiscard();
     else if (this.#mode === 'forward') this.flush();

@@ -1,27 +1,27 @@
 /**
- * `createFetch` of `staunch/undici`: the core fetch adapter over npm undici's
- * fetch, on an agent with staunch's transport.
+ * `createFetch` of `staunch/undici`: the core fetch adapter over a fetch
+ * built on an undici `Agent`'s `dispatch` (dispatch-fetch.ts), with
+ * staunch's transport.
  *
  * Composition (never two retry layers): the core `createFetch` retries; its
- * transport is `undici.fetch` on an agent WITHOUT the retry interceptor (it
- * carries only the stale-connection marker). Not the other way round
- * (undici's fetch over an agent with the interceptor), because undici's
- * fetch hands the dispatcher every request body as a one-shot async
- * iterable, so an interceptor could never resend a PUT or a keyed POST; the
- * fetch adapter keeps bodies replayable, reads `Request` inputs, encodes
- * FormData once, and takes the per-request `staunch` field. Redirects are followed by staunch (redirect.ts).
+ * transport sends one hop on a plain `Agent` (no retry interceptor).
+ * The fetch adapter keeps bodies replayable, reads `Request` inputs, encodes
+ * FormData once, and takes the per-request `staunch` field; redirects are
+ * followed by staunch (redirect.ts); the stale keep-alive race is marked by
+ * the hop's handler (response.ts). Not `undici.fetch`: it runs the whole
+ * Fetch standard per call, and cost more than Node's own fetch saves.
  */
-import { Agent, type Dispatcher, fetch as undiciFetch } from 'undici';
-import { SsrfBlockedError } from '../errors.js';
-import { createFetch as coreCreateFetch, type FetchLike, type StaunchFetch } from '../fetch.js';
+import { Agent, type Dispatcher } from 'undici';
+import { createFetch as coreCreateFetch, type StaunchFetch } from '../fetch.js';
 import { checkNumber } from '../internal/validate.js';
 import { agentOptions } from './agent.js';
 import { withChannels } from './channels.js';
 import { type ClientOptions, checkListeners } from './client.js';
+import { dispatchFetch } from './dispatch-fetch.js';
 import { surface } from './interceptor.js';
 import { resolveTransport, splitOptions, type TransportOptions } from './options.js';
 import { followRedirects } from './redirect.js';
-import { staleMarker } from './stale.js';
+import { watchSockets } from './stale.js';
 
 /** Options of `createFetch` from `staunch/undici`. */
 export interface UndiciFetchOptions extends TransportOptions, ClientOptions {
@@ -40,17 +40,12 @@ export type UndiciStaunchFetch = StaunchFetch & {
   readonly dispatcher: Dispatcher;
 };
 
-/** An SSRF refusal comes out of undici's fetch as the cause of a `TypeError`: take it out. */
-function unwrapSsrf(error: unknown): never {
-  const cause = (error as { cause?: unknown } | null)?.cause;
-  throw cause instanceof SsrfBlockedError ? cause : error;
-}
-
 /**
  * A fetch bound to an undici agent with staunch's transport: per-phase
  * timeouts, a bounded keep-alive pool, opt-in HTTP/2, the opt-in SSRF guard,
  * redirects followed safely, and staunch's retries, deadlines and policies
- * (the core options, as `createFetch` from `staunch` takes them).
+ * (the core options, as `createFetch` from `staunch` takes them). It returns
+ * standard `Response` objects (the global class).
  *
  * @example
  * const fetch = createFetch({
@@ -71,16 +66,12 @@ export function createFetch(options: UndiciFetchOptions = {}): UndiciStaunchFetc
       : checkNumber('maxRedirects', maxRedirects, { min: 0, max: 100, integer: true });
   const resolved = resolveTransport(transportOnly);
   const on = withChannels(checkListeners(rest.on), false);
-  const dispatcher = new Agent(agentOptions(resolved)).compose(staleMarker());
-  const hop = ((url: string, init: RequestInit) =>
-    (undiciFetch as unknown as FetchLike)(url, {
-      ...init,
-      dispatcher,
-    } as unknown as RequestInit).catch(unwrapSsrf)) as FetchLike;
+  const dispatcher = new Agent(agentOptions(resolved));
+  watchSockets();
   const core = coreCreateFetch({
     ...(rest as ClientOptions),
     on,
-    fetch: followRedirects(hop, max, resolved.ssrf !== undefined),
+    fetch: followRedirects(dispatchFetch(dispatcher), max, resolved.ssrf !== undefined),
   });
   const fetch: StaunchFetch = (input, init) => core(input, init).catch(rethrow);
   return Object.assign(fetch, { dispatcher });

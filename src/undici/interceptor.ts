@@ -24,6 +24,7 @@ import { Attempt, CallerController, deliverError } from './attempt.js';
 import { type Client, type ClientOptions, resolveClient } from './client.js';
 import { hasHeader, headerPairs, withHeader } from './headers.js';
 import { watchSockets } from './stale.js';
+import { AbortToken } from './token.js';
 
 /** Options of `retryInterceptor`: the core options of `createFetch`, without `fetch`. */
 export type RetryInterceptorOptions = ClientOptions;
@@ -74,28 +75,41 @@ export function retryInterceptorFor(client: Client): Dispatcher.DispatcherCompos
   watchSockets();
   return (dispatch) =>
     function staunchRetry(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) {
-      const o = opts as Dispatcher.DispatchOptions & { [HANDLED]?: true };
-      if (o[HANDLED] === true || o.upgrade || o.method === 'CONNECT') {
-        return dispatch(opts, handler);
-      }
-      run(client, dispatch, o, handler);
+      if (passesThrough(opts)) return dispatch(opts, handler);
+      run(client, dispatch, opts, handler, true);
       return true;
     };
 }
 
-function run(
+/** Does `opts` ask to go past staunch untouched (an attempt of an outer staunch layer, an upgrade)? */
+export function passesThrough(opts: Dispatcher.DispatchOptions): boolean {
+  return (
+    (opts as { [HANDLED]?: true })[HANDLED] === true || !!opts.upgrade || opts.method === 'CONNECT'
+  );
+}
+
+/**
+ * Runs one logical request for `handler` over `dispatch`. `mark`: the
+ * attempts carry the `HANDLED` mark, for a staunch layer further down (in a
+ * `compose` chain); without it, options are passed on as the caller gave
+ * them when nothing has to change.
+ * @internal
+ */
+export function run(
   client: Client,
   dispatch: Dispatcher.Dispatch,
   opts: StaunchDispatchOptions,
   handler: Dispatcher.DispatchHandler,
+  mark: boolean,
 ): void {
-  const logical = new AbortController();
+  // The caller's abort before the hand-over: a token, not an AbortController (token.ts).
+  const logical = new AbortToken();
   const controller = new CallerController(logical);
   const fail = (error: unknown): void => deliverError(handler, controller, surface(error));
   let call: DispatchCall;
   try {
     handler.onRequestStart?.(controller, {});
-    call = prepare(client, dispatch, opts, logical.signal);
+    call = prepare(client, dispatch, opts, logical.signal, mark);
   } catch (error) {
     fail(error);
     return;
@@ -202,6 +216,7 @@ function prepare(
   dispatch: Dispatcher.Dispatch,
   opts: StaunchDispatchOptions,
   signal: AbortSignal,
+  mark: boolean,
 ): DispatchCall {
   let base: Dispatcher.DispatchOptions = opts;
   let staunch: unknown;
@@ -224,7 +239,11 @@ function prepare(
     randomUUID,
   );
   if (key !== undefined) headers = withHeader(headers, header, key);
-  const attemptOpts = { ...base, headers, [HANDLED]: true } as Dispatcher.DispatchOptions;
+  let attemptOpts: Dispatcher.DispatchOptions = base;
+  if (mark) attemptOpts = { ...base, headers, [HANDLED]: true } as Dispatcher.DispatchOptions;
+  else if (base !== opts || headers !== base.headers) {
+    attemptOpts = { ...base, headers } as Dispatcher.DispatchOptions;
+  }
   return new DispatchCall(dispatch, attemptOpts, {
     method,
     url: `${originOf(base.origin)}${base.path}`,

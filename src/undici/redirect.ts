@@ -1,5 +1,5 @@
 /**
- * Redirects, followed by staunch rather than by undici's fetch, hop by hop:
+ * Redirects, followed by staunch hop by hop over a fetch that follows none:
  * - at most `max` hops; past that, an error (`ERR_TOO_MANY_REDIRECTS`, not retried);
  * - only to `http:` and `https:`; with the SSRF guard on, another scheme is
  *   refused with `SsrfBlockedError`, else the redirect response comes back;
@@ -84,19 +84,24 @@ export function followRedirects(send: FetchLike, max: number, guarded: boolean):
     let hop: RequestInit = { ...init, redirect: 'manual' };
     for (let hops = 0; ; hops++) {
       const response = await send(current, hop);
-      if (!REDIRECTS.has(response.status)) return response;
+      // Fetch's `redirected`: the response came at the end of at least one followed redirect.
+      const final = (): Response => {
+        if (hops > 0) Object.defineProperty(response, 'redirected', { value: true });
+        return response;
+      };
+      if (!REDIRECTS.has(response.status)) return final();
       const location = response.headers.get('location');
-      if (location === null) return response;
+      if (location === null) return final();
       let next: URL;
       let from: URL;
       try {
         from = new URL(current);
         next = new URL(location, from);
       } catch {
-        return response;
+        return final();
       }
       if (next.protocol !== 'http:' && next.protocol !== 'https:') {
-        if (!guarded) return response;
+        if (!guarded) return final();
         await release(response);
         throw new SsrfBlockedError(
           `SSRF guard refused a redirect from ${from.origin} to a ${JSON.stringify(next.protocol)} URL`,
@@ -113,7 +118,7 @@ export function followRedirects(send: FetchLike, max: number, guarded: boolean):
         ((response.status === 301 || response.status === 302) && method === 'POST');
       const body = hop.body;
       if (!toGet && body !== undefined && body !== null && (crossOrigin || !reusable(body))) {
-        return response;
+        return final();
       }
       await release(response);
       const headers = new Headers(hop.headers);

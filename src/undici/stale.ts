@@ -14,7 +14,6 @@
  * which socket it went and how many bytes that socket had read by then.
  */
 import { subscribe } from 'node:diagnostics_channel';
-import type { Dispatcher } from 'undici';
 import { errorCode, STALE_CONNECTION } from '../retry/classify.js';
 
 /** Where one attempt went out. */
@@ -84,68 +83,5 @@ export function markIfStale(error: unknown, p: Probe): void {
     Object.defineProperty(error, STALE_CONNECTION, { value: true, configurable: true });
   } catch {
     // A frozen error stays unmarked: it is retried after a backoff, as any reset.
-  }
-}
-
-/**
- * An interceptor that only marks stale-connection errors, for dispatchers
- * whose retries happen above them (the `createFetch` of this entry: the core
- * fetch adapter retries, so its agent carries no retry interceptor).
- */
-export function staleMarker(): Dispatcher.DispatcherComposeInterceptor {
-  watchSockets();
-  return (dispatch) =>
-    function markStale(opts, handler) {
-      return dispatch(opts, new StaleMarker(handler));
-    };
-}
-
-class StaleMarker implements Dispatcher.DispatchHandler {
-  readonly #handler: Dispatcher.DispatchHandler;
-  readonly #probe: Probe = probe();
-  #started = false;
-
-  constructor(handler: Dispatcher.DispatchHandler) {
-    this.#handler = handler;
-  }
-
-  onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
-    expectSend(this.#probe);
-    this.#handler.onRequestStart?.(controller, context);
-  }
-
-  onRequestUpgrade(
-    controller: Dispatcher.DispatchController,
-    statusCode: number,
-    headers: Parameters<NonNullable<Dispatcher.DispatchHandler['onRequestUpgrade']>>[2],
-    socket: Parameters<NonNullable<Dispatcher.DispatchHandler['onRequestUpgrade']>>[3],
-  ): void {
-    this.#handler.onRequestUpgrade?.(controller, statusCode, headers, socket);
-  }
-
-  onResponseStart(
-    controller: Dispatcher.DispatchController,
-    statusCode: number,
-    headers: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseStart']>>[2],
-    statusMessage?: string,
-  ): void {
-    this.#started = true;
-    this.#handler.onResponseStart?.(controller, statusCode, headers, statusMessage);
-  }
-
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.#handler.onResponseData?.(controller, chunk);
-  }
-
-  onResponseEnd(
-    controller: Dispatcher.DispatchController,
-    trailers: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseEnd']>>[1],
-  ): void {
-    this.#handler.onResponseEnd?.(controller, trailers);
-  }
-
-  onResponseError(controller: Dispatcher.DispatchController, error: Error): void {
-    if (!this.#started) markIfStale(error, this.#probe);
-    this.#handler.onResponseError?.(controller, error);
   }
 }

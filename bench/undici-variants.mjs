@@ -1,0 +1,125 @@
+/**
+ * The variants of bench/undici-overhead.mjs, each set up in its own process
+ * by bench/variant-child.mjs. `setup(name, url)` returns `send()`: one GET,
+ * body read, resolving to the status. The build measured is dist/ (or
+ * `STAUNCH_DIST`); `NAME@before` is the same variant on `STAUNCH_BEFORE_DIST`,
+ * `NAME@tag` on `STAUNCH_DIST_tag` (A/B runs of copies of the build).
+ */
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+
+const dist = process.env.STAUNCH_DIST ?? new URL('../dist', import.meta.url).pathname;
+/** A variant named `name@before` loads the build in `STAUNCH_BEFORE_DIST` (an A/B in one run). */
+let from = dist;
+const load = (entry) => import(pathToFileURL(`${from}/${entry}`).href);
+
+// staunch's transport defaults (docs/undici.md), as undici Agent options.
+const settings = {
+  connections: 50,
+  connectTimeout: 10_000,
+  headersTimeout: 60_000,
+  bodyTimeout: 300_000,
+  keepAliveTimeout: 4_000,
+  keepAliveTimeoutThreshold: 1_000,
+  keepAliveMaxTimeout: 60_000,
+};
+
+let closer;
+
+export const REQUEST_VARIANTS = [
+  'bare',
+  'passthrough',
+  'createAgent',
+  'interceptor',
+  'no-policies',
+];
+export const FETCH_VARIANTS = [
+  'global-fetch',
+  'undici-fetch',
+  'staunch-undici-fetch',
+  'staunch-fetch',
+];
+
+async function dispatcherFor(name) {
+  const { Agent } = await import('undici');
+  switch (name) {
+    case 'bare':
+      return new Agent(settings);
+    case 'passthrough':
+      return new Agent(settings).compose((dispatch) => (opts, handler) => dispatch(opts, handler));
+    case 'createAgent':
+      return (await load('undici/index.js')).createAgent();
+    case 'interceptor':
+      return new Agent(settings).compose((await load('undici/index.js')).retryInterceptor());
+    case 'no-policies':
+      return new Agent(settings).compose(
+        (await load('undici/index.js')).retryInterceptor({
+          breaker: false,
+          budget: false,
+          rateLimit: false,
+        }),
+      );
+    default:
+      throw new Error(`unknown variant ${name}`);
+  }
+}
+
+async function fetchFor(name) {
+  switch (name) {
+    // Nothing here imports npm undici: the global fetch keeps Node's bundled dispatcher.
+    case 'global-fetch':
+      return globalThis.fetch;
+    case 'staunch-fetch':
+      return (await load('index.js')).createFetch();
+    case 'undici-fetch': {
+      const undici = await import('undici');
+      const agent = new undici.Agent(settings);
+      closer = () => agent.close();
+      return (url, init) => undici.fetch(url, { ...init, dispatcher: agent });
+    }
+    case 'staunch-undici-fetch': {
+      const fetch = (await load('undici/index.js')).createFetch();
+      closer = () => fetch.dispatcher.close();
+      return fetch;
+    }
+    default:
+      throw new Error(`unknown variant ${name}`);
+  }
+}
+
+export async function setup(variant, url) {
+  const [name, build] = variant.split('@');
+  if (build !== undefined) {
+    const env = build === 'before' ? 'STAUNCH_BEFORE_DIST' : `STAUNCH_DIST_${build}`;
+    from = process.env[env];
+    if (from === undefined) throw new Error(`${variant}: set ${env} to a build`);
+  }
+  if (FETCH_VARIANTS.includes(name)) {
+    const fetch = await fetchFor(name);
+    return async () => {
+      const res = await fetch(url);
+      await res.arrayBuffer();
+      return res.status;
+    };
+  }
+  const { request } = await import('undici');
+  const dispatcher = await dispatcherFor(name);
+  closer = () => dispatcher.close();
+  return async () => {
+    const { statusCode, body } = await request(url, { dispatcher });
+    await body.arrayBuffer();
+    return statusCode;
+  };
+}
+
+export function info() {
+  let undici;
+  try {
+    undici = createRequire(import.meta.url)('undici/package.json').version;
+  } catch {}
+  return { node: process.version, bundledUndici: process.versions.undici, undici };
+}
+
+export async function teardown() {
+  await closer?.();
+}

@@ -1,0 +1,88 @@
+/**
+ * A caller on undici's legacy handler API (`onConnect`, `onHeaders`,
+ * `onData`, `onComplete`, `onError`: what `undici.request`, `stream`,
+ * `pipeline` and undici's `fetch` hand a dispatcher), seen through the new
+ * API that the retry machinery speaks. undici's own converters rebuild the
+ * response headers as Buffers from the parsed object and parse them again;
+ * this one hands on the raw headers undici read (`controller.rawHeaders`),
+ * so nothing is converted twice.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Dispatcher } from 'undici';
+
+type Controller = Dispatcher.DispatchController & {
+  readonly rawHeaders?: Buffer[] | null | undefined;
+  readonly rawTrailers?: Buffer[] | null | undefined;
+};
+
+/** The legacy handler API, as undici 7 still calls it. */
+export interface LegacyHandler {
+  onConnect?(abort: (reason?: Error) => void, context?: unknown): void;
+  onResponseStarted?(): void;
+  onHeaders?(
+    statusCode: number,
+    rawHeaders: Buffer[],
+    resume: () => void,
+    statusText?: string,
+  ): boolean | undefined;
+  onData?(chunk: Buffer): boolean | undefined;
+  onComplete?(trailers: Buffer[] | null): void;
+  onError?(error: Error): void;
+}
+
+/** Does this handler speak the new API? (undici's own test: `onRequestStart` present.) */
+export function isNewApi(handler: object): handler is Dispatcher.DispatchHandler {
+  return typeof (handler as Dispatcher.DispatchHandler).onRequestStart === 'function';
+}
+
+function toRaw(headers: IncomingHttpHeaders): Buffer[] {
+  const raw: Buffer[] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    raw.push(Buffer.from(name, 'latin1'));
+    if (Array.isArray(value)) {
+      raw.push(value.map((v) => Buffer.from(v, 'latin1')) as unknown as Buffer);
+    } else raw.push(Buffer.from(String(value), 'latin1'));
+  }
+  return raw;
+}
+
+export class LegacyCaller implements Dispatcher.DispatchHandler {
+  readonly #handler: LegacyHandler;
+
+  constructor(handler: LegacyHandler) {
+    this.#handler = handler;
+  }
+
+  onRequestStart(controller: Controller, context: unknown): void {
+    this.#handler.onConnect?.((reason) => controller.abort(reason as Error), context);
+  }
+
+  onResponseStart(
+    controller: Controller,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+    statusMessage?: string,
+  ): void {
+    const h = this.#handler;
+    h.onResponseStarted?.();
+    const raw = controller.rawHeaders ?? toRaw(headers);
+    if (h.onHeaders?.(statusCode, raw, () => controller.resume(), statusMessage) === false) {
+      controller.pause();
+    }
+  }
+
+  onResponseData(controller: Controller, chunk: Buffer): void {
+    if (this.#handler.onData?.(chunk) === false) controller.pause();
+  }
+
+  onResponseEnd(controller: Controller, trailers: IncomingHttpHeaders): void {
+    this.#handler.onComplete?.(controller.rawTrailers ?? toRaw(trailers));
+  }
+
+  onResponseError(_controller: Controller, error: Error): void {
+    const h = this.#handler;
+    if (typeof h.onError !== 'function') throw error;
+    h.onError(error);
+  }
+}

@@ -1,0 +1,154 @@
+import { Readable, Writable } from 'node:stream';
+import { Dispatcher, request, stream } from 'undici';
+import { describe, expect, it } from 'vitest';
+import { constantBackoff } from '../../src/retry/backoff.js';
+import { createAgent, retryInterceptor } from '../../src/undici/index.js';
+import { AbortToken } from '../../src/undici/token.js';
+import { httpServer, type TestServer } from '../helpers/server.js';
+import { closeAfterEach, rejection } from './support.js';
+
+const open = closeAfterEach();
+const fast = { attempts: 3, backoff: constantBackoff(0) };
+
+async function serve(handler: Parameters<typeof httpServer>[0]): Promise<TestServer> {
+  return open.add(await httpServer(handler));
+}
+
+describe('createAgent is a Dispatcher', () => {
+  it('is an instance of undici Dispatcher with its own dispatch, close and destroy', async () => {
+    const agent = createAgent();
+    expect(agent).toBeInstanceOf(Dispatcher);
+    expect(Object.getPrototypeOf(agent)).not.toBe(Dispatcher.prototype);
+    expect(agent.dispatch).toBe(Object.getPrototypeOf(agent).dispatch);
+    const server = await serve((_req, res) => res.end('ok'));
+    await agent.close();
+    const error = (await rejection(request(server.url, { dispatcher: agent }))) as {
+      code?: string;
+      cause?: { code?: string };
+    };
+    expect(['UND_ERR_CLOSED', 'UND_ERR_DESTROYED']).toContain(error.cause?.code ?? error.code);
+    await agent.destroy();
+    expect(server.received).toHaveLength(0);
+  });
+
+  it("re-emits the pool's connect and disconnect events", async () => {
+    const server = await serve((_req, res) => res.end('ok'));
+    const agent = createAgent();
+    const events: string[] = [];
+    agent.on('connect', (origin) => events.push(`connect ${String(origin)}`));
+    agent.on('disconnect', (origin) => events.push(`disconnect ${String(origin)}`));
+    const { body } = await request(server.url, { dispatcher: agent });
+    await body.text();
+    await agent.close();
+    expect(events).toEqual([`connect ${server.url}/`, `disconnect ${server.url}/`]);
+  });
+
+  it('hands a legacy caller (undici.request) every header as undici read it, set-cookie twice', async () => {
+    const server = await serve((_req, res) => {
+      res.setHeader('set-cookie', ['a=1', 'b=2']);
+      res.setHeader('x-one', 'v');
+      res.end('body');
+    });
+    const agent = open.add(createAgent());
+    const res = await request(server.url, { dispatcher: agent });
+    expect(res.headers['set-cookie']).toEqual(['a=1', 'b=2']);
+    expect(res.headers['x-one']).toBe('v');
+    expect(await res.body.text()).toBe('body');
+  });
+
+  it('retries a 503 for undici.stream (another legacy caller) and streams the final body', async () => {
+    const server = await serve((_req, res, i) => {
+      res.writeHead(i === 0 ? 503 : 200);
+      res.end(i === 0 ? 'busy' : 'done');
+    });
+    const agent = open.add(createAgent({ retry: fast }));
+    const chunks: Buffer[] = [];
+    await stream(server.url, { method: 'GET', dispatcher: agent }, () => {
+      return new Writable({
+        write(chunk: Buffer, _enc, cb) {
+          chunks.push(chunk);
+          cb();
+        },
+      });
+    });
+    expect(Buffer.concat(chunks).toString()).toBe('done');
+    expect(server.received).toHaveLength(2);
+  });
+
+  it("serves Node's own global fetch (its bundled undici's handler), retrying a 503", async () => {
+    const server = await serve((_req, res, i) => {
+      res.writeHead(i === 0 ? 503 : 200, { 'set-cookie': ['a=1', 'b=2'] });
+      res.end(i === 0 ? 'busy' : 'done');
+    });
+    const agent = open.add(createAgent({ retry: fast }));
+    const res = await fetch(server.url, { dispatcher: agent } as unknown as RequestInit);
+    expect(res.status).toBe(200);
+    expect(res.headers.getSetCookie()).toEqual(['a=1', 'b=2']);
+    expect(await res.text()).toBe('done');
+    expect(server.received).toHaveLength(2);
+  });
+
+  it('keeps backpressure for a legacy caller: a large body arrives whole when read slowly', async () => {
+    const big = Buffer.alloc(4 * 1024 * 1024, 'z');
+    const server = await serve((_req, res) => res.end(big));
+    const agent = open.add(createAgent());
+    const { body } = await request(server.url, { dispatcher: agent, highWaterMark: 1024 });
+    let total = 0;
+    for await (const chunk of Readable.from(body)) {
+      total += (chunk as Buffer).length;
+      if (total < 64 * 1024) await new Promise((r) => setImmediate(r));
+    }
+    expect(total).toBe(big.length);
+  });
+
+  it('with compose(retryInterceptor()) on top, attempts are made once, by the outer layer', async () => {
+    const server = await serve((_req, res) => {
+      res.writeHead(503);
+      res.end();
+    });
+    const agent = open.add(createAgent({ retry: fast }));
+    const composed = agent.compose(retryInterceptor({ retry: { ...fast, attempts: 2 } }));
+    const res = await request(server.url, { dispatcher: composed });
+    await res.body.text();
+    expect(res.statusCode).toBe(503);
+    expect(server.received).toHaveLength(2);
+  });
+
+  it("the caller's abort during a backoff wait rejects at once with its reason", async () => {
+    const server = await serve((_req, res) => {
+      res.writeHead(503);
+      res.end();
+    });
+    const agent = open.add(
+      createAgent({ retry: { attempts: 3, backoff: constantBackoff(60_000) } }),
+    );
+    const controller = new AbortController();
+    const reason = new Error('caller gave up');
+    const pending = request(server.url, { dispatcher: agent, signal: controller.signal });
+    await server.seen(1);
+    await new Promise((r) => setTimeout(r, 20));
+    controller.abort(reason);
+    expect(await rejection(pending)).toBe(reason);
+    expect(server.received).toHaveLength(1);
+  });
+});
+
+describe('AbortToken', () => {
+  it('runs each listener once on abort, none after removal, and throws its reason', () => {
+    const token = new AbortToken();
+    const calls: string[] = [];
+    const a = (): void => void calls.push('a');
+    const b = (): void => void calls.push('b');
+    token.addEventListener('abort', a);
+    token.addEventListener('abort', b);
+    token.removeEventListener('abort', a);
+    expect(() => token.throwIfAborted()).not.toThrow();
+    const reason = new Error('stop');
+    token.abort(reason);
+    token.abort(new Error('again'));
+    expect(calls).toEqual(['b']);
+    expect(token.aborted).toBe(true);
+    expect(token.reason).toBe(reason);
+    expect(() => token.throwIfAborted()).toThrow(reason);
+  });
+});
