@@ -100,9 +100,11 @@ export interface GiveUpEvent extends RequestEvent {
  * - `server`: a server's pacing hint (`Retry-After`, `retry-after-ms`, `RateLimit`);
  * - `rate-limit`: a token of the client-side rate limiter;
  * - `queue`: a slot of the concurrency limit;
- * - `circuit-open`: the verdict of an open circuit's next probe.
+ * - `circuit-open`: the verdict of an open circuit's next probe;
+ * - `budget`: the retry budget to hold a retry again (a retry of a failure
+ *   waits for it within its deadline instead of being dropped).
  */
-export type WaitReason = 'backoff' | 'server' | 'rate-limit' | 'queue' | 'circuit-open';
+export type WaitReason = 'backoff' | 'server' | 'rate-limit' | 'queue' | 'circuit-open' | 'budget';
 
 /** A request waited before an attempt (said once the wait is over, whatever ended it). */
 export interface WaitEvent extends RequestEvent {

@@ -261,7 +261,14 @@ export class Executor {
         !(status === 429 && policies.limiter !== undefined) &&
         !(policies.breaker?.refusing(key) ?? false)
       ) {
-        const granted = await policies.budget.tryWithdraw(key).catch(() => true);
+        const granted = await this.#withdraw(
+          policies,
+          key,
+          deadline - delay,
+          request,
+          url,
+          attempt,
+        );
         if (!granted) return finish('budget');
       }
 
@@ -293,6 +300,45 @@ export class Executor {
   }
 
   /**
+   * Takes a retry from the budget; when it holds none, waits for its floor to
+   * refill one, as long as the retry (and its `delay` after) still fits
+   * before `latest`: the budget bounds the rate of retries, it does not drop
+   * them. A circuit that opens meanwhile ends the wait uncharged (the retry
+   * then waits for the probe's verdict and adds no load). `false`: no time.
+   */
+  async #withdraw(
+    policies: Policies,
+    key: string,
+    latest: number,
+    request: LogicalRequest,
+    url: () => string,
+    attempt: number,
+  ): Promise<boolean> {
+    const budget = policies.budget!;
+    if (await budget.tryWithdraw(key).catch(() => true)) return true;
+    const step = Math.max(50, budget.refillMs);
+    const since = this.#clock.now();
+    for (;;) {
+      if (this.#clock.now() + step >= latest) return false;
+      await this.#sleep(step, request.signal, 'budget', request, url, attempt + 1, false);
+      if (policies.breaker?.refusing(key) || (await budget.tryWithdraw(key).catch(() => true))) {
+        const listener = this.#on.wait;
+        if (listener !== undefined) {
+          const duration = this.#clock.now() - since;
+          emit(listener, {
+            method: request.method,
+            url: url(),
+            attempt: attempt + 1,
+            reason: 'budget',
+            duration,
+          });
+        }
+        return true;
+      }
+    }
+  }
+
+  /**
    * A backoff or pacing sleep, under the caller's signal through the shared
    * link (one listener per parent signal, however many requests sleep on it),
    * then said as a `wait` event.
@@ -304,6 +350,7 @@ export class Executor {
     request: LogicalRequest,
     url: () => string,
     attempt: number,
+    say = true,
   ): Promise<void> {
     if (ms <= 0) return;
     const since = this.#clock.now();
@@ -318,7 +365,7 @@ export class Executor {
       }
     }
     const listener = this.#on.wait;
-    if (listener !== undefined) {
+    if (listener !== undefined && say) {
       emit(listener, {
         method: request.method,
         url: url(),

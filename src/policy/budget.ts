@@ -195,6 +195,14 @@ export class RetryBudget {
   }
 
   /**
+   * How long until the budget may hold another retry when it holds none: the
+   * floor's refill time for one retry (ms). `Infinity` with no floor.
+   */
+  get refillMs(): number {
+    return this.#args.minPerSecond > 0 ? 1000 / this.#args.minPerSecond : Number.POSITIVE_INFINITY;
+  }
+
+  /**
    * Takes one retry from `key`'s budget; `false` means the retry must not be
    * made. Call it before retrying a failure (5xx, network error, timeout),
    * not before a retry paced by a 429: the rate limiter bounds those.

@@ -97,4 +97,25 @@ describe('wait events', () => {
     expect(arrivals[1]! - arrivals[0]!).toBeGreaterThanOrEqual(2_000);
     expect(waits.some((w) => w.reason === 'rate-limit' && w.duration >= 2_000)).toBe(true);
   });
+
+  test('a retry the budget cannot pay yet waits for it, and gets through', async () => {
+    const server = await serve((_req, res, i) => {
+      res.statusCode = i < 3 ? 503 : 200;
+      res.end();
+    });
+    // No earned retries, a floor of one a second (and at most one banked): three failures
+    // at once, one retry paid at once, the two others a second apart.
+    const { fetch, waits } = setup({
+      breaker: false,
+      budget: { ratio: 0, minPerSecond: 1 },
+      retry: { attempts: 2, backoff: () => 0 },
+      timeout: { total: 10_000 },
+    });
+    const results = await Promise.all([1, 2, 3].map(() => fetch(server.url)));
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
+    const budget = waits.filter((w) => w.reason === 'budget').map((w) => w.duration);
+    expect(budget).toHaveLength(2);
+    expect(Math.min(...budget)).toBeGreaterThanOrEqual(1_000);
+    expect(Math.max(...budget)).toBeGreaterThanOrEqual(2_000);
+  });
 });
