@@ -50,6 +50,23 @@ function setup(options: Parameters<typeof client>[0] = {}) {
   return { ...c, events };
 }
 
+/**
+ * A client (setup's) and an upstream that answers 503 from `down[0]` to
+ * `down[1]` ms after the client's clock starts, 200 otherwise; `arrivals`
+ * logs the client clock of each request the upstream received.
+ */
+async function outageClient(options: Parameters<typeof client>[0], down: [number, number]) {
+  const arrivals: number[] = [];
+  const c = setup(options);
+  const start = c.clock.now();
+  const server = await upstream(
+    () => c.clock.now() - start >= down[0] && c.clock.now() - start < down[1],
+    arrivals,
+    () => c.clock.now(),
+  );
+  return { ...c, server, arrivals, recoverAt: start + down[1] };
+}
+
 const status = (p: Promise<Response>) =>
   p.then(
     (r) => String(r.status),
@@ -58,22 +75,14 @@ const status = (p: Promise<Response>) =>
 
 describe('requests wait out an open circuit that their deadline covers', () => {
   test('a 15 s outage under 60 s deadlines: every request succeeds, probes go once a second', async () => {
-    const arrivals: number[] = [];
-    const box: { clock?: { now(): number } } = {};
-    let recoverAt = Number.POSITIVE_INFINITY;
-    const server = await upstream(
-      () => box.clock!.now() < recoverAt,
-      arrivals,
-      () => box.clock!.now(),
+    const { fetch, events, server, arrivals, recoverAt } = await outageClient(
+      {
+        retry: 6,
+        timeout: { total: 60_000 },
+        breaker: { consecutiveFailures: 5 },
+      },
+      [0, 15_000],
     );
-    const { fetch, clock, events } = setup({
-      retry: 6,
-      timeout: { total: 60_000 },
-      breaker: { consecutiveFailures: 5 },
-    });
-    box.clock = clock;
-    const start = clock.now();
-    recoverAt = start + 15_000;
     const results = await Promise.all(
       Array.from({ length: 40 }, (_, i) => status(fetch(`${server.url}/${i}`))),
     );
@@ -91,21 +100,14 @@ describe('requests wait out an open circuit that their deadline covers', () => {
   });
 
   test('the retry event says the real time from the failure to the next attempt, waits included', async () => {
-    const arrivals: number[] = [];
-    const box: { clock?: { now(): number } } = {};
-    let recoverAt = Number.POSITIVE_INFINITY;
-    const server = await upstream(
-      () => box.clock!.now() < recoverAt,
-      arrivals,
-      () => box.clock!.now(),
+    const { fetch, events, server, arrivals } = await outageClient(
+      {
+        retry: 3,
+        timeout: { total: 60_000 },
+        breaker: { consecutiveFailures: 1 },
+      },
+      [0, 2_000],
     );
-    const { fetch, clock, events } = setup({
-      retry: 3,
-      timeout: { total: 60_000 },
-      breaker: { consecutiveFailures: 1 },
-    });
-    box.clock = clock;
-    recoverAt = clock.now() + 2_000;
     // Attempt 1 trips the circuit; attempt 2 is the probe at ~1 s (still down), 3 the one after.
     expect(await status(fetch(server.url))).toBe('200');
     expect(arrivals).toHaveLength(3);
@@ -122,23 +124,16 @@ describe('requests wait out an open circuit that their deadline covers', () => {
   });
 
   test('released waiters pass the rate limiter: the backlog does not return as one burst', async () => {
-    const arrivals: number[] = [];
-    const box: { clock?: { now(): number } } = {};
-    let recoverAt = Number.POSITIVE_INFINITY;
-    const server = await upstream(
-      () => box.clock!.now() < recoverAt,
-      arrivals,
-      () => box.clock!.now(),
+    const { fetch, server, arrivals, recoverAt } = await outageClient(
+      {
+        retry: 3,
+        timeout: { total: 60_000 },
+        breaker: { consecutiveFailures: 1 },
+        budget: false,
+        rateLimit: { rps: 20, burst: 1 },
+      },
+      [0, 5_000],
     );
-    const { fetch, clock } = setup({
-      retry: 3,
-      timeout: { total: 60_000 },
-      breaker: { consecutiveFailures: 1 },
-      budget: false,
-      rateLimit: { rps: 20, burst: 1 },
-    });
-    box.clock = clock;
-    recoverAt = clock.now() + 5_000;
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) => status(fetch(`${server.url}/${i}`))),
     );
@@ -149,21 +144,14 @@ describe('requests wait out an open circuit that their deadline covers', () => {
   });
 
   test('a long break shrinks to the probe interval once a request waits', async () => {
-    const arrivals: number[] = [];
-    const box: { clock?: { now(): number } } = {};
-    let recoverAt = Number.POSITIVE_INFINITY;
-    const server = await upstream(
-      () => box.clock!.now() < recoverAt,
-      arrivals,
-      () => box.clock!.now(),
+    const { fetch, server, arrivals } = await outageClient(
+      {
+        retry: 6,
+        timeout: { total: 30_000 },
+        breaker: { consecutiveFailures: 1, breakDuration: 60_000 },
+      },
+      [0, 3_000],
     );
-    const { fetch, clock } = setup({
-      retry: 6,
-      timeout: { total: 30_000 },
-      breaker: { consecutiveFailures: 1, breakDuration: 60_000 },
-    });
-    box.clock = clock;
-    recoverAt = clock.now() + 3_000;
     // The first attempt trips a 60 s break; the retry waits, probes about once a second,
     // and sees the recovery soon after 3 s, not after 60.
     expect(await status(fetch(server.url))).toBe('200');
@@ -230,26 +218,23 @@ describe('what fails fast on an open circuit', () => {
 
 describe('the backlog comes back at the pace of the traffic before the outage', () => {
   test('10 requests a second, a 3 s outage: after it, never much more than twice that pace', async () => {
-    const arrivals: number[] = [];
-    const box: { clock?: { now(): number } } = {};
-    let downFrom = Number.POSITIVE_INFINITY;
-    let upAt = Number.POSITIVE_INFINITY;
-    const server = await upstream(
-      () => box.clock!.now() >= downFrom && box.clock!.now() < upAt,
+    const {
+      fetch,
+      clock,
+      events,
+      server,
       arrivals,
-      () => box.clock!.now(),
+      recoverAt: upAt,
+    } = await outageClient(
+      {
+        retry: 6,
+        timeout: { total: 60_000 },
+        breaker: { consecutiveFailures: 3 },
+        rateLimit: false,
+        budget: false,
+      },
+      [3_000, 6_000],
     );
-    const { fetch, clock, events } = setup({
-      retry: 6,
-      timeout: { total: 60_000 },
-      breaker: { consecutiveFailures: 3 },
-      rateLimit: false,
-      budget: false,
-    });
-    box.clock = clock;
-    const start = clock.now();
-    downFrom = start + 3_000;
-    upAt = start + 6_000;
     const all: Promise<string>[] = [];
     for (let i = 0; i < 90; i++) {
       all.push(status(fetch(`${server.url}/${i}`)));
