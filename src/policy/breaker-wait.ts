@@ -52,6 +52,8 @@ const SWEEP_AT = 1024;
 export class BreakerWaitingRoom {
   readonly #clock: Clock;
   readonly #poll: number;
+  /** How long a waiter counts as waiting in the store: renewed by every poll before it lapses. */
+  readonly lease: number;
   readonly #peek: Peek;
   readonly #rooms = new Map<string, Room>();
   readonly #meters = new Map<string, Meter>();
@@ -60,12 +62,8 @@ export class BreakerWaitingRoom {
     this.#clock = clock;
     // Often enough to see another process's verdict soon after it lands.
     this.#poll = Math.max(20, Math.min(250, probeInterval / 4));
+    this.lease = 2 * this.#poll + 1;
     this.#peek = peek;
-  }
-
-  /** How long a waiter counts as waiting in the store: renewed by every poll before it lapses. */
-  get lease(): number {
-    return 2 * this.#poll + 1;
   }
 
   /** Counts an admission of `key` (the closed circuit's hot path: one map lookup). */
