@@ -6,9 +6,12 @@
  *
  * - a probe may go: the head of the queue goes, to become the probe;
  * - open, or the probes out: wait, at most until the break ends or a poll;
- * - closed: the waiters go, paced at the rate this process sent to the key
- *   before the circuit opened (each then passes the rate limiter too), so
- *   the backlog comes back beside the new traffic, not as one burst on top.
+ * - closed: the waiters go, paced: first at the rate this process sent to
+ *   the key before the circuit opened, then one per second faster for each
+ *   released waiter that succeeds (about e-fold a second while all do), half
+ *   as fast after the circuit opened again during a release. Each passes the
+ *   rate limiter too, so the backlog comes back beside the new traffic, not
+ *   as one burst on top, and drains at what the upstream now accepts.
  *
  * A verdict seen by this process (its own probe's outcome) wakes the room at
  * once; other processes' verdicts are seen at the next poll.
@@ -38,6 +41,8 @@ interface Room {
   rate: number;
   /** The circuit was closed at the last look: waiters are being released. */
   closed: boolean;
+  /** Waiters released so far whose success has not yet grown the rate. */
+  owed: number;
   /** Ends the room's current sleep early. */
   wake: () => void;
 }
@@ -126,7 +131,7 @@ export class BreakerWaitingRoom {
       if (room === undefined) {
         // The rate of the traffic before the circuit opened: the pace of the release.
         const rate = Math.max(MIN_RELEASE_RATE, this.#rate(key, this.#clock.now()));
-        room = { queue: [], running: false, rate, closed: false, wake: noop };
+        room = { queue: [], running: false, rate, closed: false, owed: 0, wake: noop };
         this.#rooms.set(key, room);
       }
       const joined = room;
@@ -138,6 +143,21 @@ export class BreakerWaitingRoom {
       room.queue.push(waiter);
       if (!room.running) void this.#run(key, room);
     });
+  }
+
+  /**
+   * A call to `key` succeeded. While a backlog is being released, each success
+   * of a released waiter raises the pace by one per second (the pace then
+   * doubles about every second it keeps succeeding), so the backlog drains at
+   * what the upstream accepts once it is back, not at the pace before the
+   * outage; the rate limiter each waiter passes still bounds it.
+   */
+  succeeded(key: string): void {
+    if (this.#rooms.size === 0) return;
+    const room = this.#rooms.get(key);
+    if (room === undefined || !room.closed || room.owed <= 0) return;
+    room.owed--;
+    room.rate += 1;
   }
 
   /** A verdict was seen for `key`: look again now. */
@@ -160,6 +180,11 @@ export class BreakerWaitingRoom {
           lastPeek = clock.now();
           const peek = await this.#look(key);
           if (!peek.ok) {
+            if (room.closed) {
+              // The circuit opened again while the backlog went: release slower next time.
+              room.rate = Math.max(MIN_RELEASE_RATE, room.rate / 2);
+              room.owed = 0;
+            }
             room.closed = false;
             if (peek.retryAfter <= 0) room.queue.find((w) => !w.done)?.settle(true);
             await this.#sleep(
@@ -181,6 +206,7 @@ export class BreakerWaitingRoom {
           if (tokens < 1) break;
           if (w.done) continue;
           w.settle(true);
+          room.owed++;
           tokens -= 1;
         }
         // A tick no shorter than 10 ms: at high rates several waiters go per tick.

@@ -109,7 +109,7 @@ export const breakerDefaults: ResolvedBreakerOptions = Object.freeze({
   maxBreakDuration: 60_000,
   halfOpenProbes: 1,
   consecutiveFailures: undefined,
-  probeInterval: 1_000,
+  probeInterval: 250,
   failFast: false,
 });
 
@@ -327,6 +327,7 @@ export class CircuitBreaker {
       // once its bucket is over: one store call per bucket, not one per request.
       const pending = this.#successes.get(key);
       if (outcome === 'success') {
+        this.#rooms.succeeded(key);
         const now = this.#clock.now();
         const width = Math.max(1, Math.floor(this.#cfg.window / BREAKER_BUCKETS));
         const start = now - (now % width);

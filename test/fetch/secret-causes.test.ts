@@ -131,7 +131,8 @@ describe('no secret in any error staunch throws, its cause chain, or an event', 
   test('CircuitOpenError after a failed attempt', async () => {
     const server = await resetting();
     const { err, events } = await run(
-      { retry: fast, breaker: { consecutiveFailures: 1 }, timeout: { total: 1_000 } },
+      // A deadline that cannot reach the next probe (250 ms): the open circuit fails fast.
+      { retry: fast, breaker: { consecutiveFailures: 1 }, timeout: { total: 200 } },
       secretUrl(server),
     );
     expect(err).toBeInstanceOf(CircuitOpenError);

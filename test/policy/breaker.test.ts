@@ -58,7 +58,7 @@ describe('resolveBreakerOptions', () => {
       maxBreakDuration: 60_000,
       halfOpenProbes: 1,
       consecutiveFailures: undefined,
-      probeInterval: 1_000,
+      probeInterval: 250,
       failFast: false,
     });
   });
