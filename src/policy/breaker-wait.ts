@@ -7,8 +7,8 @@
  * - a probe may go: the head of the queue goes, to become the probe;
  * - open, or the probes out: wait, at most until the break ends or a poll;
  * - closed: the waiters go, paced: first at the rate this process sent to
- *   the key before the circuit opened, then one per second faster for each
- *   released waiter that succeeds (about e-fold a second while all do), half
+ *   the key before the circuit opened, then (after one meter bucket) one
+ *   per second faster for each released waiter that succeeds (about e-fold a second while all do), half
  *   as fast after the circuit opened again during a release. Each passes the
  *   rate limiter too, so the backlog comes back beside the new traffic, not
  *   as one burst on top, and drains at what the upstream now accepts.
@@ -18,6 +18,7 @@
  */
 import { type Clock, noop, startTimer } from '../internal/clock.js';
 import { linkSignal } from '../internal/signals.js';
+import { METER_BUCKET_MS } from './rate-meter.js';
 import { isPromiseLike } from './store-call.js';
 
 /** What a peek at the circuit answers: `ok` = closed; `retryAfter: 0` = a probe may go. */
@@ -43,6 +44,8 @@ interface Room {
   closed: boolean;
   /** Waiters released so far whose success has not yet grown the rate. */
   owed: number;
+  /** When the current release began. */
+  since: number;
   /** Ends the room's current sleep early. */
   wake: () => void;
 }
@@ -53,6 +56,12 @@ type Meter = [number, number, number];
 /** The slowest release of a backlog, per second, whatever was measured. */
 const MIN_RELEASE_RATE = 1;
 const SWEEP_AT = 1024;
+/**
+ * ms of a release at the earlier pace before successes raise it: one bucket
+ * of the rate limiter's meter, so that a limiter that engages on the first
+ * 429 of the release measures the release's pace, not the outage's silence.
+ */
+const GROWTH_AFTER = METER_BUCKET_MS;
 
 export class BreakerWaitingRoom {
   readonly #clock: Clock;
@@ -131,7 +140,7 @@ export class BreakerWaitingRoom {
       if (room === undefined) {
         // The rate of the traffic before the circuit opened: the pace of the release.
         const rate = Math.max(MIN_RELEASE_RATE, this.#rate(key, this.#clock.now()));
-        room = { queue: [], running: false, rate, closed: false, owed: 0, wake: noop };
+        room = { queue: [], running: false, rate, closed: false, owed: 0, since: 0, wake: noop };
         this.#rooms.set(key, room);
       }
       const joined = room;
@@ -156,6 +165,7 @@ export class BreakerWaitingRoom {
     if (this.#rooms.size === 0) return;
     const room = this.#rooms.get(key);
     if (room === undefined || !room.closed || room.owed <= 0) return;
+    if (this.#clock.now() - room.since < GROWTH_AFTER) return;
     room.owed--;
     room.rate += 1;
   }
@@ -195,6 +205,7 @@ export class BreakerWaitingRoom {
           }
           if (!room.closed) {
             room.closed = true;
+            room.since = clock.now();
             tokens = 1;
             tokensAt = clock.now();
           }
