@@ -9,7 +9,7 @@
  * give `baseURL` (or use `AzureOpenAI` with the same `fetch`).
  */
 import { fileURLToPath } from 'node:url';
-import OpenAI from 'openai';
+import OpenAI, { AzureOpenAI } from 'openai';
 import { createFetch } from 'staunch';
 import { llm } from 'staunch/llm';
 
@@ -17,6 +17,12 @@ export function createClient({ apiKey, baseURL, on = {}, ...options } = {}) {
   const fetch = createFetch({ ...llm(options), on });
   // maxRetries: 0: staunch is the one retry layer (the SDK's would multiply its attempts).
   return new OpenAI({ apiKey, baseURL, fetch, maxRetries: 0 });
+}
+
+export function createAzureClient({ endpoint, apiKey, deployment, apiVersion, on = {} }) {
+  // The same options: Azure sends OpenAI's error shapes, retry-after-ms, x-ratelimit-remaining-*.
+  const fetch = createFetch({ ...llm(), on });
+  return new AzureOpenAI({ endpoint, apiKey, deployment, apiVersion, fetch, maxRetries: 0 });
 }
 
 export async function ask(client, question, model = 'gpt-4o-mini') {

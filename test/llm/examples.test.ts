@@ -63,6 +63,36 @@ describe('examples/llm/openai.mjs', () => {
   });
 });
 
+test('examples/llm/openai.mjs createAzureClient: a 429 retried, the api-key header in no event', async () => {
+  const completion = {
+    id: 'x',
+    object: 'chat.completion',
+    created: 1,
+    model: 'm',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+  };
+  const server = open.add(
+    await provider([
+      json(429, { error: { type: 'requests' } }, { 'retry-after-ms': '0' }),
+      json(200, completion),
+    ]),
+  );
+  const events: unknown[] = [];
+  const client = openai.createAzureClient({
+    endpoint: server.url,
+    apiKey: SECRET,
+    deployment: 'my-gpt',
+    apiVersion: '2024-10-21',
+    on: { retry: (e: unknown) => events.push(e) },
+  });
+  expect(await openai.ask(client, 'hello', 'my-gpt')).toBe('hi');
+  expect(server.count).toBe(2);
+  expect(server.received[0]!.path).toContain('/deployments/my-gpt/');
+  expect(server.received[0]!.headers['api-key']).toBe(SECRET);
+  expect(events).toMatchObject([{ status: 429, kind: 'requests' }]);
+  expect(JSON.stringify(events)).not.toContain(SECRET);
+});
+
 describe('examples/llm/anthropic.mjs', () => {
   const message = {
     id: 'msg',

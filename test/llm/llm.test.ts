@@ -193,3 +193,26 @@ describe('modelKey', () => {
     ).toBe(key);
   });
 });
+
+test('staunch/llm exports (each documented in docs/llm.md)', async () => {
+  const entry = await import('../../src/llm/index.js');
+  const names = Object.keys(entry).sort();
+  expect(names).toEqual(
+    [
+      'LLM_STATUSES',
+      'QUOTA_CODES',
+      'RETRY_COUNT_HEADER',
+      'llm',
+      'modelKey',
+      'parseGoDuration',
+      'parseResetValue',
+      'parseRfc3339',
+      'readErrorKind',
+      'readProviderRateLimits',
+      'spentWindow',
+    ].sort(),
+  );
+  const { readFileSync } = await import('node:fs');
+  const page = readFileSync(new URL('../../docs/llm.md', import.meta.url), 'utf8');
+  for (const name of names) expect(page, name).toContain(`\`${name}`);
+});

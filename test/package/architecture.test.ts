@@ -88,7 +88,7 @@ describe('entries', () => {
 
   test('the core reaches no adapter, lab or cli file', () => {
     const outside = [...closure(graph, 'index.ts')].filter((f) =>
-      /^(undici|redis|otel|sse|lab|cli)\//.test(f),
+      /^(undici|redis|otel|sse|llm|lab|cli)\//.test(f),
     );
     expect(outside).toEqual([]);
   });
