@@ -50,7 +50,7 @@ export interface StaunchOptions extends ClientOptions {
    * outer layer: from then on this client sends every request that carries
    * the header once (one retry layer), and says so once (`on.outerRetry`).
    * @default none
-   * @see docs/llm.md#one-retry-layer
+   * @see docs/fetch.md#hooks-for-provider-aware-clients
    */
   retryCountHeader?: string;
 }

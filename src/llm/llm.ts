@@ -84,7 +84,7 @@ function checkBoolean(path: string, value: unknown, fallback: boolean): boolean 
   return value;
 }
 
-/** The policy key: origin, plus ` model` when the JSON body names one. */
+/** The policy key: the origin, plus `|model` when the JSON body names one. */
 export function modelKey(request: PolicyRequest): string {
   const origin = originKey(request);
   const model = modelOf(request.body);
