@@ -21,6 +21,8 @@ import {
   type TimeoutOptions,
 } from './options.js';
 import { createPolicies, type PolicyOptions } from './policy/policies.js';
+import type { StatusClassifier } from './retry/classify.js';
+import type { PacingReader } from './retry/server-delay.js';
 import { memoryStore } from './store/memory.js';
 import type { StateStore } from './store/store.js';
 
@@ -38,6 +40,21 @@ export interface ClientOptions extends PolicyOptions {
   clock?: Clock;
   /** Random source in [0, 1). @default Math.random */
   random?: Random;
+  /**
+   * Refines the retry table for responses of 400 or more: who may retry one
+   * (`any`, `replayable`, `never`) and a `kind` said on the events. Called
+   * with the table's verdict; a hook that throws changes nothing.
+   * @default none (the table of DESIGN.md)
+   */
+  classify?: StatusClassifier;
+  /**
+   * Reads pacing headers the standard ones do not cover (a provider's own
+   * family): `remaining` and `reset` of a spent window hold the key in the
+   * rate limiter, `delay` paces a retry when no standard header does. Called
+   * for every response a rate limiter learns from.
+   * @default none
+   */
+  pacing?: PacingReader;
 }
 
 /** The keys of {@link ClientOptions}. */
@@ -54,6 +71,8 @@ export const CLIENT_KEYS: readonly string[] = Object.freeze([
   'concurrency',
   'store',
   'key',
+  'classify',
+  'pacing',
 ]);
 
 const LISTENER_KEYS = [
@@ -66,6 +85,7 @@ const LISTENER_KEYS = [
   'breakerStateChange',
   'storeDegraded',
   'storeRecovered',
+  'outerRetry',
 ] as const;
 
 /** @internal A resolved client. */
@@ -75,6 +95,8 @@ export interface Client {
   readonly timeout: ResolvedTimeoutOptions;
   readonly idempotency: ResolvedIdempotencyOptions;
   readonly random: Random;
+  /** The listeners, as decorated. */
+  readonly on: StaunchListeners;
 }
 
 /** Checks the listeners object; returns it (or `{}`). */
@@ -111,6 +133,12 @@ export function resolveClient(
       `store must be a StateStore (memoryStore(), redisStore()), got ${describe(store)}`,
     );
   }
+  for (const name of ['classify', 'pacing'] as const) {
+    const hook = options[name];
+    if (hook !== undefined && typeof hook !== 'function') {
+      throw new TypeError(`${name} must be a function, got ${describe(hook)}`);
+    }
+  }
   const on = decorate(user);
   const policies = createPolicies(options, store, clock, (change) =>
     emit(on.breakerStateChange, { ...change }),
@@ -126,6 +154,13 @@ export function resolveClient(
       );
     }
   }
-  const executor = new Executor({ clock, random, on, policies });
-  return Object.freeze({ executor, retry, timeout, idempotency, random });
+  const executor = new Executor({
+    clock,
+    random,
+    on,
+    policies,
+    classify: options.classify,
+    pacing: options.pacing,
+  });
+  return Object.freeze({ executor, retry, timeout, idempotency, random, on });
 }

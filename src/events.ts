@@ -28,6 +28,8 @@ export interface AttemptEvent extends RequestEvent {
   status?: number;
   /** The error code (`ECONNREFUSED`, `STAUNCH_DEADLINE`…), when it failed without a response. */
   code?: string;
+  /** What kind of failed status it was, when the `classify` option said (`tokens`, `insufficient_quota`…). */
+  kind?: string;
   /** ms from the attempt's start to its response headers or its failure. */
   duration: number;
 }
@@ -50,6 +52,8 @@ export interface RetryEvent extends RequestEvent {
   reason: RetryReason;
   status?: number;
   code?: string;
+  /** The failed status's kind, when the `classify` option said. */
+  kind?: string;
 }
 
 /**
@@ -84,6 +88,8 @@ export interface GiveUpEvent extends RequestEvent {
   reason: GiveUpReason;
   status?: number;
   code?: string;
+  /** The failed status's kind, when the `classify` option said. */
+  kind?: string;
   /** For `retry-after` and `deadline`: the delay that was refused, in ms. */
   delay?: number;
   /**
@@ -141,6 +147,18 @@ export interface StoreStatusEvent {
   error?: string;
 }
 
+/**
+ * A request arrived already retried by an outer layer (an SDK's own retries):
+ * its `retryCountHeader` is above 0. staunch then sends such requests once and
+ * leaves the retrying to that layer; said once per client.
+ */
+export interface OuterRetryEvent extends RequestEvent {
+  /** The header that said so (`x-stainless-retry-count`). */
+  header: string;
+  /** Its value. */
+  value: number;
+}
+
 /** Listeners, all optional. */
 export interface StaunchListeners {
   attemptStart?: (event: AttemptStartEvent) => void;
@@ -156,6 +174,8 @@ export interface StaunchListeners {
   storeDegraded?: (event: StoreStatusEvent) => void;
   /** The store is shared again. */
   storeRecovered?: (event: StoreStatusEvent) => void;
+  /** An outer layer retries too (`retryCountHeader` above 0); said once per client. */
+  outerRetry?: (event: OuterRetryEvent) => void;
 }
 
 /** Calls a listener, swallowing what it throws: observers never break requests. */

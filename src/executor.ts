@@ -31,9 +31,16 @@ import {
   errorCode,
   isInvalidRequest,
   isStaleConnection,
+  refineStatus,
+  type StatusClassifier,
 } from './retry/classify.js';
 import { type AttemptVerdict, decide } from './retry/decide.js';
-import { hasQuotaHeaders, readServerPacing, type ServerPacing } from './retry/server-delay.js';
+import {
+  type PacingReader,
+  type ResponsePacing,
+  responsePacing,
+  type ServerPacing,
+} from './retry/server-delay.js';
 
 export type { Exchange, LogicalRequest } from './request.js';
 
@@ -43,6 +50,10 @@ export interface ExecutorOptions {
   on: StaunchListeners;
   /** Per-key policies; absent ones are off. */
   policies?: Policies | undefined;
+  /** Refines the retry table for failed statuses (the `classify` client option). */
+  classify?: StatusClassifier | undefined;
+  /** Reads pacing headers beyond the standard ones (the `pacing` client option). */
+  pacing?: PacingReader | undefined;
 }
 
 type Outcome<R> = { ok: true; response: R; unlink: () => void } | { ok: false; error: unknown };
@@ -67,8 +78,12 @@ export class Executor {
   readonly #random: Random;
   readonly #on: StaunchListeners;
   readonly #policies: Policies | undefined;
+  readonly #classify: StatusClassifier | undefined;
+  readonly #pacing: ResponsePacing;
 
   constructor(options: ExecutorOptions) {
+    this.#classify = options.classify;
+    this.#pacing = responsePacing(options.pacing);
     this.#clock = options.clock;
     this.#random = options.random;
     this.#on = options.on;
@@ -166,30 +181,41 @@ export class Executor {
       let verdict: AttemptVerdict;
       let status: number | undefined;
       let code: string | undefined;
+      let kind: string | undefined;
       let pacing: ServerPacing | undefined;
       if (outcome.ok) {
         status = exchange.status(outcome.response);
+        const headers = exchange.headers(outcome.response);
+        let refined: ReturnType<typeof refineStatus> | undefined;
+        if (status >= 400) {
+          const table = classifyStatus(status, headers, retry.statuses);
+          const { method } = request;
+          refined = refineStatus(this.#classify, {
+            method,
+            url: request.url,
+            status,
+            headers,
+            scope: table,
+          });
+          kind = refined.kind;
+        }
         if (this.#on.attempt !== undefined) {
           emit(this.#on.attempt, {
             method: request.method,
             url: url(),
             attempt,
             status,
+            ...(kind !== undefined && { kind }),
             duration: done - started,
           });
         }
-        const headers = exchange.headers(outcome.response);
-        if (status >= 400 || (policies?.limiter && hasQuotaHeaders(headers))) {
-          pacing = readServerPacing(headers, done);
-        }
+        pacing = this.#pacing(headers, status, done, policies?.limiter !== undefined);
         if (policies !== undefined)
           feedback(policies, key, gate, { status, pacing, sentAt: started });
-        if (status < 400) return this.#handOver(exchange, outcome.response, outcome.unlink, signal);
-        verdict = {
-          scope: classifyStatus(status, headers, retry.statuses),
-          reason: 'status',
-          stale: false,
-        };
+        if (refined === undefined) {
+          return this.#handOver(exchange, outcome.response, outcome.unlink, signal);
+        }
+        verdict = { scope: refined.scope, reason: 'status', stale: false };
       } else {
         const error = outcome.error;
         const aborted = signal?.aborted === true;
@@ -229,6 +255,7 @@ export class Executor {
             reason: why,
             ...(status !== undefined && { status }),
             ...(code !== undefined && { code }),
+            ...(kind !== undefined && { kind }),
             ...(delay !== undefined && { delay }),
           });
         }
@@ -283,6 +310,7 @@ export class Executor {
           reason: verdict.reason,
           ...(status !== undefined && { status }),
           ...(code !== undefined && { code }),
+          ...(kind !== undefined && { kind }),
         },
       };
       if (!verdict.stale) previousDelay = delay;

@@ -6,11 +6,13 @@
  */
 import { type AttemptBody, encodeFormData, prepareBody } from './body.js';
 import { CLIENT_KEYS, type Client, type ClientOptions, resolveClient } from './client.js';
+import { emit } from './events.js';
 import type { Exchange, LogicalRequest } from './executor.js';
 import { noop, type Random } from './internal/clock.js';
 import { DRAIN_LIMIT } from './internal/limits.js';
-import { collectSecrets } from './internal/redact.js';
+import { collectSecrets, redactUrl } from './internal/redact.js';
 import { checkObject, describe } from './internal/validate.js';
+import { checkHeaderName } from './options.js';
 import { describeReplay } from './replay.js';
 import {
   idempotencyOf,
@@ -41,6 +43,16 @@ export interface StaunchOptions extends ClientOptions {
    * @see docs/cli.md#resumable-downloads
    */
   resume?: boolean | ResumeOptions;
+  /**
+   * A header that carries the retry index (`x-stainless-retry-count`, which
+   * the OpenAI and Anthropic SDKs send): staunch sets it to 1, 2… on its own
+   * retries, and a request that arrives with it above 0 was retried by an
+   * outer layer: from then on this client sends every request that carries
+   * the header once (one retry layer), and says so once (`on.outerRetry`).
+   * @default none
+   * @see docs/fetch.md#hooks-for-provider-aware-clients
+   */
+  retryCountHeader?: string;
 }
 
 export type { StaunchRequestOptions } from './request-options.js';
@@ -64,7 +76,7 @@ export type StaunchFetch = (
   init?: StaunchRequestInit,
 ) => Promise<Response>;
 
-const OPTION_KEYS: readonly string[] = ['fetch', 'resume', ...CLIENT_KEYS];
+const OPTION_KEYS: readonly string[] = ['fetch', 'resume', 'retryCountHeader', ...CLIENT_KEYS];
 
 /** Bytes of a failed response read so that its connection can be reused; past that it is cancelled. */
 
@@ -86,7 +98,16 @@ export function createFetch(options: StaunchOptions = {}): StaunchFetch {
     throw new TypeError(`fetch must be a function, got ${describe(transport)}`);
   }
   const resume = resolveResumeOptions(o.resume);
-  const client: FetchClient = { ...resolveClient(o), transport, resume };
+  const countHeader =
+    o.retryCountHeader === undefined
+      ? undefined
+      : checkHeaderName('retryCountHeader', o.retryCountHeader);
+  const client: FetchClient = {
+    ...resolveClient(o),
+    transport,
+    resume,
+    layers: countHeader === undefined ? undefined : { header: countHeader, outer: false },
+  };
 
   return (input, init) => send(client, input, init);
 }
@@ -94,6 +115,8 @@ export function createFetch(options: StaunchOptions = {}): StaunchFetch {
 interface FetchClient extends Client {
   readonly transport: FetchLike;
   readonly resume: ResolvedResumeOptions | undefined;
+  /** `retryCountHeader`, and whether an outer retry layer was seen. */
+  readonly layers: { readonly header: string; outer: boolean } | undefined;
 }
 
 type Headers_ = RequestInit['headers'];
@@ -118,7 +141,7 @@ async function send(
       path: 'init.idempotencyKey',
     });
   }
-  const { retry, timeout } = settings;
+  let { retry, timeout } = settings;
 
   if (typeof input === 'string') url = input;
   else if (input instanceof URL) url = input.href;
@@ -130,6 +153,10 @@ async function send(
   }
 
   const method = (base.method ?? 'GET').toUpperCase();
+  const layers = client.layers;
+  if (layers !== undefined && retry.attempts > 1 && oneLayer(client, layers, method, url, base)) {
+    retry = { ...retry, attempts: 1 };
+  }
   const { header } = client.idempotency;
   const { key, replayable } = idempotencyOf(
     method,
@@ -160,6 +187,7 @@ async function send(
     signal,
     retry,
     timeout,
+    ...(typeof base.body === 'string' && { body: base.body }),
     secrets: () => collectSecrets(url, headerPairs(base.headers)),
     replay: () =>
       describeReplay(method, url, headerPairs(base.headers), replayBody ?? base.body, header),
@@ -167,12 +195,15 @@ async function send(
   const { transport } = client;
   const attemptBody = body;
   const exchange: Exchange<Response> = {
-    send: (attemptSignal) => {
+    send: (attemptSignal, attempt) => {
       const attemptInit: RequestInit = {
         ...base,
         body: attemptBody.next() as NonNullable<RequestInit['body']>,
         signal: attemptSignal,
       };
+      if (layers !== undefined && attempt > 1) {
+        attemptInit.headers = withHeader(base.headers, layers.header, String(attempt - 1));
+      }
       // A request the runtime refused before sending is the caller's mistake (classify.ts).
       const refused = (error: unknown): never => {
         if (attemptSignal.aborted || !refusedByFetch(url, attemptInit, error)) throw error;
@@ -195,6 +226,38 @@ async function send(
   return withResume(response, client.resume, method, url, base, (headers) =>
     send(client, url, { ...base, headers }),
   );
+}
+
+/**
+ * One retry layer: a request whose retry-count header is above 0 was retried
+ * by an outer layer (said once per client); from then on every request that
+ * carries the header is left to that layer. True: send this one once.
+ */
+function oneLayer(
+  client: FetchClient,
+  layers: { readonly header: string; outer: boolean },
+  method: string,
+  url: string,
+  base: Init,
+): boolean {
+  const raw = headerValue(base.headers, layers.header);
+  if (raw === undefined) return false;
+  const value = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : 0;
+  if (value > 0 && !layers.outer) {
+    layers.outer = true;
+    emit(client.on.outerRetry, { method, url: redactUrl(url), header: layers.header, value });
+  }
+  return layers.outer;
+}
+
+function headerValue(headers: Headers_ | undefined, name: string): string | undefined {
+  if (headers === undefined) return undefined;
+  const lower = name.toLowerCase();
+  if (typeof (headers as Headers).get === 'function') {
+    return (headers as Headers).get(lower) ?? undefined;
+  }
+  for (const [n, v] of headerPairs(headers)) if (n.toLowerCase() === lower) return v;
+  return undefined;
 }
 
 function isRequest(input: unknown): input is Request {

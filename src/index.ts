@@ -24,6 +24,7 @@ export type {
   BreakerStateChangeEvent,
   GiveUpEvent,
   GiveUpReason,
+  OuterRetryEvent,
   RequestEndEvent,
   RequestEvent,
   RetryEvent,
@@ -57,7 +58,18 @@ export type { ResumeOptions } from './resume.js';
 export { ResumeError } from './resume.js';
 export type { Backoff, ExponentialBackoffOptions, Jitter } from './retry/backoff.js';
 export { constantBackoff, exponentialBackoff } from './retry/backoff.js';
-export type { HeaderSource, PacingSource, ServerPacing } from './retry/server-delay.js';
+export type {
+  RetryScope,
+  StatusClassifier,
+  StatusOutcome,
+  StatusVerdict,
+} from './retry/classify.js';
+export type {
+  HeaderSource,
+  PacingReader,
+  PacingSource,
+  ServerPacing,
+} from './retry/server-delay.js';
 export {
   parseHttpDate,
   parseRetryAfter,

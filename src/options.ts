@@ -166,15 +166,20 @@ export function resolveTimeoutOptions(
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
+/** A header name (an RFC 9110 token), else a TypeError naming `path`. */
+export function checkHeaderName(path: string, value: unknown): string {
+  if (typeof value !== 'string' || !TOKEN.test(value)) {
+    throw new TypeError(`${path} must be a header name, got ${describe(value)}`);
+  }
+  return value;
+}
+
 export function resolveIdempotencyOptions(
   input: IdempotencyOptions | undefined,
 ): ResolvedIdempotencyOptions {
   if (input === undefined) return Object.freeze({ header: 'Idempotency-Key', auto: false });
   const o = checkObject('idempotency', input, ['header', 'auto']);
-  const header = o.header ?? 'Idempotency-Key';
-  if (typeof header !== 'string' || !TOKEN.test(header)) {
-    throw new TypeError(`idempotency.header must be a header name, got ${describe(header)}`);
-  }
+  const header = checkHeaderName('idempotency.header', o.header ?? 'Idempotency-Key');
   const auto = o.auto ?? false;
   if (typeof auto !== 'boolean') {
     throw new TypeError(`idempotency.auto must be a boolean, got ${describe(auto)}`);

@@ -39,6 +39,8 @@ export interface LogicalRequest {
   timeout: ResolvedTimeoutOptions;
   /** The request's secret values, computed only when an error needs scrubbing. */
   secrets(): readonly string[];
+  /** The body when it is a string, for the policy key (`PolicyRequest.body`). */
+  body?: string | undefined;
   /** How to send it again later, for `giveUp` events (replayable requests only). */
   replay?: (() => ReplayRequest | undefined) | undefined;
 }

@@ -1,6 +1,6 @@
 /**
- * The LLM providers' pacing headers, parsed. Pure functions; `llm()` (issue
- * 11, not built yet) will feed them to the rate limiter.
+ * The LLM providers' pacing headers, parsed. Pure functions; `llm()`'s
+ * `pacing` reader (./llm.ts) feeds them to the rate limiter.
  *
  * - OpenAI (and most OpenAI-compatible gateways):
  *   `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`, resets as Go

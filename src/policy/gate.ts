@@ -218,8 +218,10 @@ export function feedback(policies: Policies, key: string, gate: Gate, o: Attempt
         ...(pacing?.remaining !== undefined && { remaining: pacing.remaining }),
         ...((status === 429 || status === 503) &&
           pacing?.delay !== undefined && { retryAfter: pacing.delay }),
-        // The quota is spent: the delay then is its reset (server-delay.ts reads it for remaining 0).
-        ...(pacing?.remaining === 0 && pacing.delay !== undefined && { reset: pacing.delay }),
+        // The quota is spent: the delay then is its reset (server-delay.ts reads it for remaining 0),
+        // unless a `pacing` reader told the window's reset apart.
+        ...(pacing?.remaining === 0 &&
+          (pacing.reset ?? pacing.delay) !== undefined && { reset: pacing.reset ?? pacing.delay }),
       };
       const pending = limiter.onResponse(key, status, hint);
       if (pending !== undefined) pending.catch(noop);

@@ -27,6 +27,12 @@ export interface PolicyRequest {
   readonly method: string;
   /** The full URL, as given (not redacted). */
   readonly url: string;
+  /**
+   * The request body when it is a string (a JSON API's body), for keys that
+   * depend on it (`staunch/llm` keys on the body's `model`); absent for any
+   * other body, and from `staunch/undici`.
+   */
+  readonly body?: string | undefined;
 }
 
 /** Maps a request to the key its policy state is kept under. @default its origin */

@@ -288,3 +288,52 @@ export function refusedByFetch(url: string, init: RequestInit, error: unknown): 
     return refusal instanceof TypeError;
   }
 }
+
+/** What a `classify` option sees of a response whose status is 400 or more. */
+export interface StatusOutcome {
+  /** Upper-case method. */
+  readonly method: string;
+  /** The full URL, as given (not redacted): the hook is the caller's own code. */
+  readonly url: string;
+  readonly status: number;
+  readonly headers: HeaderSource;
+  /** The verdict of the retry table (`x-should-retry` included), which the hook may change. */
+  readonly scope: RetryScope;
+}
+
+/** A `classify` option's answer: who may retry the response, and a label for the events. */
+export interface StatusVerdict {
+  /** Replaces the table's verdict. @default the table's */
+  readonly scope?: RetryScope | undefined;
+  /** Said as `kind` on the `attempt`, `retry` and `giveUp` events (at most 64 characters). */
+  readonly kind?: string | undefined;
+}
+
+/** Refines the retry table for responses of 400 or more. See the `classify` client option. */
+export type StatusClassifier = (outcome: StatusOutcome) => StatusVerdict | undefined;
+
+const SCOPES: ReadonlySet<string> = new Set(['any', 'replayable', 'never']);
+
+/**
+ * The verdict for a failed status: the table's, refined by `hook` when there
+ * is one. A hook that throws or answers something else than a
+ * {@link StatusVerdict} leaves the table's verdict as it is.
+ */
+export function refineStatus(
+  hook: StatusClassifier | undefined,
+  outcome: StatusOutcome,
+): { scope: RetryScope; kind?: string } {
+  if (hook === undefined) return { scope: outcome.scope };
+  let verdict: StatusVerdict | undefined;
+  try {
+    verdict = hook(outcome);
+  } catch {
+    return { scope: outcome.scope };
+  }
+  if (typeof verdict !== 'object' || verdict === null) return { scope: outcome.scope };
+  const { scope, kind } = verdict;
+  const refined = typeof scope === 'string' && SCOPES.has(scope) ? scope : outcome.scope;
+  return typeof kind === 'string' && kind !== '' && kind.length <= 64
+    ? { scope: refined, kind }
+    : { scope: refined };
+}

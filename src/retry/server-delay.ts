@@ -35,8 +35,16 @@ export function readHeader(headers: HeaderSource, name: string): string | undefi
   return undefined;
 }
 
-/** Where a delay hint came from, most precise first. */
-export type PacingSource = 'retry-after-ms' | 'retry-after' | 'ratelimit' | 'x-ratelimit-reset';
+/**
+ * Where a delay hint came from, most precise first; `custom` is the client's
+ * `pacing` option (a reader of headers the standard ones do not cover).
+ */
+export type PacingSource =
+  | 'retry-after-ms'
+  | 'retry-after'
+  | 'ratelimit'
+  | 'x-ratelimit-reset'
+  | 'custom';
 
 /** What the server said about pacing. */
 export interface ServerPacing {
@@ -45,6 +53,79 @@ export interface ServerPacing {
   source?: PacingSource;
   /** Requests left in the current window, when a rate-limit header says so. */
   remaining?: number;
+  /**
+   * With `remaining: 0`: ms until the spent window resets, when it is known
+   * apart from `delay` (a `pacing` option's reader gives it). Absent: the
+   * reset is `delay`.
+   */
+  reset?: number;
+}
+
+/**
+ * A reader of pacing headers that the standard ones do not cover (a
+ * provider's own family): what it finds fills what the standard headers left
+ * out, never overrides them. See the `pacing` client option.
+ */
+export type PacingReader = (headers: HeaderSource, now: number) => ServerPacing | undefined;
+
+/** How the executor reads a response's pacing: `learning` when a rate limiter listens. */
+export type ResponsePacing = (
+  headers: HeaderSource,
+  status: number,
+  now: number,
+  learning: boolean,
+) => ServerPacing | undefined;
+
+function wait(value: unknown): number | undefined {
+  return typeof value === 'number' && value >= 0 && Number.isFinite(value) ? value : undefined;
+}
+
+/** Calls `extra`, keeping only valid fields; a throwing reader reads nothing. */
+function readExtra(extra: PacingReader, headers: HeaderSource, now: number): ServerPacing {
+  let found: ServerPacing | undefined;
+  try {
+    found = extra(headers, now);
+  } catch {
+    return {};
+  }
+  if (typeof found !== 'object' || found === null) return {};
+  const out: ServerPacing = {};
+  const delay = wait(found.delay);
+  const reset = wait(found.reset);
+  const remaining = wait(found.remaining);
+  if (delay !== undefined) out.delay = delay;
+  if (reset !== undefined) out.reset = reset;
+  if (remaining !== undefined && Number.isInteger(remaining)) out.remaining = remaining;
+  return out;
+}
+
+/**
+ * The executor's pacing reader: the standard headers on a failed status, or
+ * on any response when a limiter learns and a quota header is present; with
+ * `extra` (the `pacing` option), every response a limiter learns from is
+ * also read by it, and its fields fill the gaps (`source: 'custom'`).
+ */
+export function responsePacing(extra?: PacingReader): ResponsePacing {
+  if (extra === undefined) {
+    return (headers, status, now, learning) =>
+      status >= 400 || (learning && hasQuotaHeaders(headers))
+        ? readServerPacing(headers, now)
+        : undefined;
+  }
+  return (headers, status, now, learning) => {
+    if (status < 400 && !learning) return undefined;
+    const pacing = status >= 400 || hasQuotaHeaders(headers) ? readServerPacing(headers, now) : {};
+    const more = readExtra(extra, headers, now);
+    if (pacing.remaining === undefined && more.remaining !== undefined) {
+      pacing.remaining = more.remaining;
+    }
+    if (more.reset !== undefined) pacing.reset = more.reset;
+    if (pacing.delay === undefined && more.delay !== undefined) {
+      pacing.delay = more.delay;
+      pacing.source = 'custom';
+    }
+    return pacing;
+  };
 }
 
 const OWS = /^[ \t]+|[ \t]+$/g;

@@ -8,9 +8,11 @@ import { StaunchError, type StaunchErrorCode, type StaunchErrorOptions } from '.
  * Why an event stream failed:
  * - `interrupted`: the connection dropped (reset, truncated) while events were read;
  * - `status`: the server answered with a status other than 200 (`status` says which);
- * - `content-type`: the response was not `text/event-stream`.
+ * - `content-type`: the response was not `text/event-stream`;
+ * - `idle`: no event arrived within the idle timeout (`staunch/llm`'s
+ *   `idleTimeout`; comments and pings are not events that count).
  */
-export type EventStreamFailure = 'interrupted' | 'status' | 'content-type';
+export type EventStreamFailure = 'interrupted' | 'status' | 'content-type' | 'idle';
 
 /** Where the stream stood when it failed. */
 export interface EventStreamErrorOptions extends StaunchErrorOptions {

@@ -216,7 +216,11 @@ function strippedHeaders(response: Response): Headers {
   return headers;
 }
 
-function rebuild(
+/**
+ * A new response with `body` and `status`, the original's headers (less
+ * those of its encoded body), URL and redirect flag. Shared with staunch/llm.
+ */
+export function rebuild(
   response: Response,
   body: ReadableStream<Uint8Array> | string,
   status: number,

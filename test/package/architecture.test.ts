@@ -38,7 +38,7 @@ const entries = [
 ];
 
 /** Entries that run wherever a WHATWG fetch does (DESIGN.md: "depends on: nothing"). */
-const PORTABLE = ['index.ts', 'sse/index.ts', 'store/index.ts'];
+const PORTABLE = ['index.ts', 'llm/index.ts', 'sse/index.ts', 'store/index.ts'];
 
 /** Where each peer dependency may be imported statically: its adapter's folder. */
 const PEER_HOME: Record<string, string> = {
@@ -88,7 +88,7 @@ describe('entries', () => {
 
   test('the core reaches no adapter, lab or cli file', () => {
     const outside = [...closure(graph, 'index.ts')].filter((f) =>
-      /^(undici|redis|otel|sse|lab|cli)\//.test(f),
+      /^(undici|redis|otel|sse|llm|lab|cli)\//.test(f),
     );
     expect(outside).toEqual([]);
   });
