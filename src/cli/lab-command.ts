@@ -5,22 +5,20 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { checkRedis } from '../lab/fleet.js';
+import { checkRedis } from '../lab/fleet/runner.js';
+import { matrixJson, matrixMarkdown, renderMatrix, runMatrix } from '../lab/matrix.js';
 import {
   LabOptionError,
   type LabOptions,
   PRESETS,
   RETRY_AFTER_MODES,
-  renderReport,
-  renderTable,
   resolveLabOptions,
-  runLab,
   SCENARIOS,
   STRATEGIES,
-  toJson,
-  wrap,
-} from '../lab/index.js';
-import { matrixJson, matrixMarkdown, renderMatrix, runMatrix } from '../lab/matrix.js';
+} from '../lab/options.js';
+import { renderTable, toJson, wrap } from '../lab/report/format.js';
+import { renderReport } from '../lab/report/html.js';
+import { runLab } from '../lab/run.js';
 import { SCENARIO_SUMMARY } from '../lab/scenarios.js';
 import type { Outage } from '../lab/server-model.js';
 import { commandLine, version } from './about.js';

@@ -4,12 +4,13 @@
  */
 
 import { redactUrl } from '../internal/redact.js';
-import { evaluate, type LabResult, scenarioArrivals } from './evaluate.js';
-import { runFleet } from './fleet.js';
-import { type LiveClient, runLive } from './live.js';
+import { evaluate, scenarioArrivals } from './evaluate.js';
+import { runFleet } from './fleet/runner.js';
+import { type LiveClient, runLive } from './live/runner.js';
 import { isFleetRun, type LabConfig, type LabOptions, resolveLabOptions } from './options.js';
-import { horizon } from './sim.js';
-import { simulateAll } from './sim-pool.js';
+import type { LabResult } from './result.js';
+import { simulateAll } from './sim/pool.js';
+import { horizon } from './sim/simulate.js';
 
 /**
  * `sim overload · staunch 42 % of virtual time · finished 3/9 · ETA 12 s`: the
