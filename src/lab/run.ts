@@ -52,7 +52,8 @@ export interface RunLabHooks {
  * @example
  * const result = await runLab({ scenario: 'overload', requests: 10_000, capacity: 200 });
  * console.log(renderTable(result));
- * @throws LabOptionError (a RangeError) for an invalid option, before anything runs.
+ * @throws TypeError (an option of the wrong type) or RangeError (a value out of
+ *   range), naming the option and the value, before anything runs.
  */
 export async function runLab(
   options: LabOptions = {},
