@@ -163,3 +163,13 @@ test('docs/architecture.md names every top-level file and folder of src/, and on
   const named = [...doc.matchAll(/^\| `([\w-]+(?:\/|\.ts))` \|/gm)].map((m) => m[1]).sort();
   expect(named).toEqual(actual);
 });
+
+test('docs/architecture.md names every file and folder of src/lab/, and only those', () => {
+  const doc = readFileSync(join(root, 'docs/architecture.md'), 'utf8');
+  const actual = readdirSync(join(src, 'lab'), { withFileTypes: true })
+    .map((d) => (d.isDirectory() ? `${d.name}/` : d.name))
+    .sort();
+  // The lab table's first column: | `lab/name/` | or | `lab/name.ts` |
+  const named = [...doc.matchAll(/^\| `lab\/([\w-]+(?:\/|\.ts))` \|/gm)].map((m) => m[1]).sort();
+  expect(named).toEqual(actual);
+});
