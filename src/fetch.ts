@@ -5,7 +5,7 @@
  * `Response`.
  */
 import { type AttemptBody, encodeFormData, prepareBody } from './body.js';
-import { CLIENT_KEYS, type Client, type ClientOptions, resolveClient } from './client.js';
+import { CLIENT_KEYS, type ClientOptions, type Runtime, resolveRuntime } from './client.js';
 import type { Exchange, LogicalRequest } from './executor.js';
 import { noop, type Random } from './internal/clock.js';
 import { DRAIN_LIMIT } from './internal/limits.js';
@@ -86,12 +86,12 @@ export function createFetch(options: StaunchOptions = {}): StaunchFetch {
     throw new TypeError(`fetch must be a function, got ${describe(transport)}`);
   }
   const resume = resolveResumeOptions(o.resume);
-  const client: FetchClient = { ...resolveClient(o), transport, resume };
+  const client: FetchRuntime = { ...resolveRuntime(o), transport, resume };
 
   return (input, init) => send(client, input, init);
 }
 
-interface FetchClient extends Client {
+interface FetchRuntime extends Runtime {
   readonly transport: FetchLike;
   readonly resume: ResolvedResumeOptions | undefined;
 }
@@ -100,7 +100,7 @@ type Headers_ = RequestInit['headers'];
 type Init = Omit<StaunchRequestInit, 'staunch' | 'idempotencyKey'>;
 
 async function send(
-  client: FetchClient,
+  client: FetchRuntime,
   input: string | URL | Request,
   init: StaunchRequestInit | undefined,
 ): Promise<Response> {
