@@ -29,8 +29,13 @@ if (values.help) {
   process.exit(0);
 }
 let lab;
+let sim;
+let evaluate;
 try {
   lab = await import('../dist/lab/index.js');
+  // The simulator itself is internal to the lab (src/lab/sim/), imported by path.
+  sim = await import('../dist/lab/sim/simulate.js');
+  evaluate = await import('../dist/lab/evaluate.js');
 } catch {
   console.error('dist/ is missing: run `npm run build` first');
   process.exit(1);
@@ -44,13 +49,16 @@ const config = lab.resolveLabOptions({
   ...(values.strategies && { strategies: values.strategies.split(',') }),
 });
 const names = config.strategies;
-const arrivals = lab.scenarioArrivals(config);
+const arrivals = evaluate.scenarioArrivals(config);
 console.log(
   `${config.scenario}: ${config.requests} requests over ${config.span / 1000} virtual seconds, node ${process.version}`,
 );
-const base = values.baseline
-  ? await import(new URL(`file://${resolve(values.baseline)}/lab/index.js`).href)
-  : undefined;
+/** A build's simulator: lab/sim/simulate.js since the lab split, lab/index.js before it. */
+async function simulatorOf(dist) {
+  const at = (path) => import(new URL(`file://${resolve(dist)}/${path}`).href);
+  return at('lab/sim/simulate.js').catch(() => at('lab/index.js'));
+}
+const base = values.baseline ? await simulatorOf(values.baseline) : undefined;
 const time = async (impl, name) => {
   const began = performance.now();
   const trace = await impl.simulateStrategy(config, name, arrivals);
@@ -59,7 +67,7 @@ const time = async (impl, name) => {
 let attempts = 0;
 let sum = 0;
 for (const name of names) {
-  const own = await time(lab, name);
+  const own = await time(sim, name);
   sum += own.ms;
   attempts += own.attempts;
   const perAttempt = (own.ms * 1000) / own.attempts;

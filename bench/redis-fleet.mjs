@@ -70,7 +70,7 @@ const dist = resolve(opt.dist);
 const members = new URL('../test/redis/members/', import.meta.url);
 let startFleet;
 try {
-  ({ startFleet } = await import(pathToFileURL(`${dist}/redis/index.js`).href));
+  ({ startFleet } = await import(pathToFileURL(`${dist}/lab/index.js`).href));
 } catch (error) {
   console.error(`cannot load ${dist} (run \`npm run build\` first): ${error.message}`);
   process.exit(1);

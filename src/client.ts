@@ -1,7 +1,8 @@
 /**
- * A staunch client's options, resolved once into an `Executor`: the one place
- * where options are validated and the policies built, shared by every adapter
- * (`createFetch`, and `staunch/undici`'s interceptor and agent).
+ * A staunch client's options, resolved once into a `Runtime` (the resolved
+ * options and the `Executor` that runs them): the one place where options are
+ * validated and the policies built, shared by every adapter (`createFetch`,
+ * and `staunch/undici`'s interceptor and agent).
  */
 import { emit, type StaunchListeners } from './events.js';
 import { Executor } from './executor.js';
@@ -88,8 +89,12 @@ const LISTENER_KEYS = [
   'outerRetry',
 ] as const;
 
-/** @internal A resolved client. */
-export interface Client {
+/**
+ * @internal What an adapter runs requests with: the client's options,
+ * resolved and frozen, and the executor built from them. (Not a client: the
+ * adapter that holds it is.)
+ */
+export interface Runtime {
   readonly executor: Executor;
   readonly retry: ResolvedRetryOptions;
   readonly timeout: ResolvedTimeoutOptions;
@@ -117,10 +122,10 @@ export function checkListeners(on: unknown): StaunchListeners {
  * executor. `decorate` may wrap the listeners (staunch/undici publishes them
  * on diagnostics channels too).
  */
-export function resolveClient(
+export function resolveRuntime(
   options: ClientOptions,
   decorate: (on: StaunchListeners) => StaunchListeners = (on) => on,
-): Client {
+): Runtime {
   const user = checkListeners(options.on);
   const retry = resolveRetryOptions(options.retry);
   const timeout = resolveTimeoutOptions(options.timeout);

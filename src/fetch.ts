@@ -5,7 +5,7 @@
  * `Response`.
  */
 import { type AttemptBody, encodeFormData, prepareBody } from './body.js';
-import { CLIENT_KEYS, type Client, type ClientOptions, resolveClient } from './client.js';
+import { CLIENT_KEYS, type ClientOptions, type Runtime, resolveRuntime } from './client.js';
 import { emit } from './events.js';
 import type { Exchange, LogicalRequest } from './executor.js';
 import { noop, type Random } from './internal/clock.js';
@@ -102,8 +102,8 @@ export function createFetch(options: StaunchOptions = {}): StaunchFetch {
     o.retryCountHeader === undefined
       ? undefined
       : checkHeaderName('retryCountHeader', o.retryCountHeader);
-  const client: FetchClient = {
-    ...resolveClient(o),
+  const client: FetchRuntime = {
+    ...resolveRuntime(o),
     transport,
     resume,
     layers: countHeader === undefined ? undefined : { header: countHeader, outer: false },
@@ -112,7 +112,7 @@ export function createFetch(options: StaunchOptions = {}): StaunchFetch {
   return (input, init) => send(client, input, init);
 }
 
-interface FetchClient extends Client {
+interface FetchRuntime extends Runtime {
   readonly transport: FetchLike;
   readonly resume: ResolvedResumeOptions | undefined;
   /** `retryCountHeader`, and whether an outer retry layer was seen. */
@@ -123,7 +123,7 @@ type Headers_ = RequestInit['headers'];
 type Init = Omit<StaunchRequestInit, 'staunch' | 'idempotencyKey'>;
 
 async function send(
-  client: FetchClient,
+  client: FetchRuntime,
   input: string | URL | Request,
   init: StaunchRequestInit | undefined,
 ): Promise<Response> {
@@ -234,7 +234,7 @@ async function send(
  * carries the header is left to that layer. True: send this one once.
  */
 function oneLayer(
-  client: FetchClient,
+  client: FetchRuntime,
   layers: { readonly header: string; outer: boolean },
   method: string,
   url: string,

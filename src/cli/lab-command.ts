@@ -5,22 +5,19 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { checkRedis } from '../lab/fleet.js';
-import {
-  LabOptionError,
-  type LabOptions,
-  PRESETS,
-  RETRY_AFTER_MODES,
-  renderReport,
-  renderTable,
-  resolveLabOptions,
-  runLab,
-  SCENARIOS,
-  STRATEGIES,
-  toJson,
-  wrap,
-} from '../lab/index.js';
+import { checkRedis } from '../lab/fleet/runner.js';
 import { matrixJson, matrixMarkdown, renderMatrix, runMatrix } from '../lab/matrix.js';
+import {
+  describeDefault,
+  LAB_OPTIONS,
+  type LabOptionKind,
+  type LabOptions,
+  resolveLabOptions,
+  SCENARIOS,
+} from '../lab/options.js';
+import { renderTable, toJson, wrap } from '../lab/report/format.js';
+import { renderReport } from '../lab/report/html.js';
+import { runLab } from '../lab/run.js';
 import { SCENARIO_SUMMARY } from '../lab/scenarios.js';
 import type { Outage } from '../lab/server-model.js';
 import { commandLine, version } from './about.js';
@@ -45,228 +42,41 @@ interface Flag {
   flag: string;
   option?: keyof LabOptions | 'workers';
   kind: Kind;
-  value?: string;
+  value?: string | undefined;
   help: string;
   def: string;
 }
 
-const sim = PRESETS.sim.overload;
+/** How the command line reads each kind of lab option. */
+const KIND: Readonly<Record<LabOptionKind, Kind>> = {
+  number: 'number',
+  integer: 'integer',
+  choice: 'string',
+  store: 'string',
+  list: 'list',
+  outages: 'outage',
+  boolean: 'flag',
+};
+
+/** `serviceTime` → `service-time`. */
+const kebab = (name: string): string => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+/**
+ * The flags: one per lab option, derived from its declaration (`LAB_OPTIONS`,
+ * src/lab/options.ts: name, kind, help, default), then the command's own.
+ */
 const FLAGS: Flag[] = [
-  {
-    flag: 'scenario',
-    option: 'scenario',
-    kind: 'string',
-    value: 'NAME',
-    help: SCENARIOS.join(' | '),
-    def: 'overload',
-  },
-  {
-    flag: 'mode',
-    option: 'mode',
-    kind: 'string',
-    value: 'MODE',
-    help: 'sim (virtual time) | live (real server on 127.0.0.1)',
-    def: 'sim',
-  },
-  {
-    flag: 'strategies',
-    option: 'strategies',
-    kind: 'list',
-    value: 'LIST',
-    help: `comma-separated, of: ${STRATEGIES.join(', ')} (+ra: the loop honours Retry-After)`,
-    def: 'all; without pacing from the upstream, no +ra',
-  },
-  {
-    flag: 'seed',
-    option: 'seed',
-    kind: 'integer',
-    value: 'N',
-    help: 'seed of every random draw',
-    def: '1',
-  },
-  {
-    flag: 'requests',
-    option: 'requests',
-    kind: 'integer',
-    value: 'N',
-    help: 'logical requests',
-    def: `${sim.requests} (overload, sim)`,
-  },
-  {
-    flag: 'span',
-    option: 'span',
-    kind: 'number',
-    value: 'MS',
-    help: 'ms over which they arrive (0 = all at once)',
-    def: `${sim.span}`,
-  },
-  {
-    flag: 'peak',
-    option: 'peak',
-    kind: 'number',
-    value: 'X',
-    help: 'overload: peak demand as a multiple of capacity',
-    def: `${sim.peak}`,
-  },
-  {
-    flag: 'capacity',
-    option: 'capacity',
-    kind: 'number',
-    value: 'RPS',
-    help: "the upstream's requests per second",
-    def: `${sim.server.capacity} (overload, sim)`,
-  },
-  {
-    flag: 'burst',
-    option: 'burst',
-    kind: 'number',
-    value: 'N',
-    help: "the upstream's token bucket size",
-    def: 'capacity / 10',
-  },
-  {
-    flag: 'service-time',
-    option: 'serviceTime',
-    kind: 'number',
-    value: 'MS',
-    help: 'ms from start of service to response',
-    def: `${sim.server.serviceTime}`,
-  },
-  {
-    flag: 'rtt',
-    option: 'rtt',
-    kind: 'number',
-    value: 'MS',
-    help: 'round trip, ms (sim only)',
-    def: `${sim.rtt}`,
-  },
-  {
-    flag: 'queue',
-    option: 'queue',
-    kind: 'integer',
-    value: 'N',
-    help: 'requests that may wait at the upstream instead of a 429',
-    def: '0',
-  },
-  {
-    flag: 'retry-after',
-    option: 'retryAfter',
-    kind: 'string',
-    value: 'MODE',
-    help: `on a 429: ${RETRY_AFTER_MODES.join(' | ')} (ms = retry-after-ms)`,
-    def: 'none',
-  },
-  {
-    flag: 'reject-cost',
-    option: 'rejectCost',
-    kind: 'number',
-    value: 'F',
-    help: 'share of capacity one refusal consumes, 0..1',
-    def: `${sim.server.rejectCost}`,
-  },
-  {
-    flag: 'failure-rate',
-    option: 'failureRate',
-    kind: 'number',
-    value: 'F',
-    help: 'probability of a random 503, 0..1',
-    def: '0 (flaky: 0.05)',
-  },
-  {
-    flag: 'outage',
-    option: 'outages',
-    kind: 'outage',
-    value: 'FROM-TO',
-    help: 'a 503 window in ms, repeatable; "none" for none',
-    def: 'per scenario',
-  },
-  {
-    flag: 'deadline',
-    option: 'deadline',
-    kind: 'number',
-    value: 'MS',
-    help: 'deadline of each logical request, > 0',
-    def: `${sim.deadline}`,
-  },
-  {
-    flag: 'attempts',
-    option: 'attempts',
-    kind: 'integer',
-    value: 'N',
-    help: 'attempt cap per request, first included',
-    def: `${sim.attempts}`,
-  },
-  {
-    flag: 'clients',
-    option: 'clients',
-    kind: 'integer',
-    value: 'N',
-    help: 'independent staunch clients (round robin)',
-    def: '1 (herd: one per request)',
-  },
-  {
-    flag: 'shared-store',
-    option: 'sharedStore',
-    kind: 'flag',
-    help: 'the clients share one state store (a fleet in one process)',
-    def: 'off (fleet: on)',
-  },
-  {
-    flag: 'concurrency',
-    option: 'concurrency',
-    kind: 'integer',
-    value: 'K',
-    help: 'closed loop: K clients sending back to back for the span (0 = arrival schedule)',
-    def: '0 (quota-4s: 30, sequential: 1)',
-  },
-  {
-    flag: 'quota',
-    option: 'quota',
-    kind: 'string',
-    value: 'KIND',
-    help: 'token-bucket | fixed-window (capacity × window per window)',
-    def: 'token-bucket',
-  },
-  {
-    flag: 'window',
-    option: 'window',
-    kind: 'number',
-    value: 'MS',
-    help: 'fixed-window length',
-    def: '1000',
-  },
-  {
-    flag: 'sporadic',
-    option: 'sporadic',
-    kind: 'string',
-    value: 'MODE',
-    help: 'none | alternate (404, 429 Retry-After: 0) | random (429 Retry-After: 0)',
-    def: 'none',
-  },
-  {
-    flag: 'sporadic-rate',
-    option: 'sporadicRate',
-    kind: 'number',
-    value: 'F',
-    help: 'sporadic random: share of 429s, 0..1',
-    def: '0 (sequential-random: 0.03)',
-  },
-  {
-    flag: 'fleet',
-    option: 'fleet',
-    kind: 'integer',
-    value: 'P',
-    help: 'live only: P processes (1-32) share the requests and one upstream; staunch strategy only',
-    def: '1',
-  },
-  {
-    flag: 'store',
-    option: 'store',
-    kind: 'string',
-    value: 'STORE',
-    help: 'fleet: local | redis://HOST:PORT (runs local, then shared through Redis, and compares)',
-    def: 'local',
-  },
+  ...(Object.keys(LAB_OPTIONS) as (keyof LabOptions)[]).map((option) => {
+    const spec = LAB_OPTIONS[option];
+    return {
+      flag: spec.flag ?? kebab(option),
+      option,
+      kind: KIND[spec.kind],
+      value: spec.value,
+      help: spec.help,
+      def: describeDefault(option),
+    };
+  }),
   {
     flag: 'workers',
     option: 'workers',
@@ -510,8 +320,13 @@ function usage(error: unknown, io: CliIo): number {
     io.err(`staunch lab: ${error.message}\n`);
     return 2;
   }
-  if (error instanceof LabOptionError) {
-    io.err(`staunch lab: --${flagOf(error.option)} must be ${error.accepted}, got ${error.got}\n`);
+  // A lab option's error names the option first (`serviceTime must be …`): say the flag instead.
+  const named =
+    error instanceof TypeError || error instanceof RangeError
+      ? /^(\w+) (must be .*)$/s.exec(error.message)
+      : null;
+  if (named !== null && Object.hasOwn(LAB_OPTIONS, named[1]!)) {
+    io.err(`staunch lab: --${flagOf(named[1]!)} ${named[2]}\n`);
     return 2;
   }
   throw error;

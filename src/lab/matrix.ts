@@ -7,9 +7,10 @@
  * 2. attempts per request ≤ the lowest loop's (compared as printed, to two decimals);
  * 3. ≥ `goal` (0.97; outage 0.95) × the optimum, on success and on goodput both.
  */
-import type { LabResult } from './evaluate.js';
-import { columns, ms, pct, rate, wrap } from './format.js';
+
 import type { LabMode } from './options.js';
+import { columns, ms, pct, rate, wrap } from './report/format.js';
+import type { LabResult } from './result.js';
 import { runLab } from './run.js';
 import { SCENARIOS, type ScenarioName } from './scenarios.js';
 import { isLoop } from './strategies.js';

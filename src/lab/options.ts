@@ -1,12 +1,16 @@
 /**
- * The lab's options: scenarios with their defaults (per mode), strategies,
- * and the validation that turns user input into a frozen `LabConfig`.
- * Every error names the option, the accepted values and what it got.
+ * The lab's options: one declaration (`LAB_OPTIONS`: kind, bounds, choices,
+ * help line and where each default comes from), the scenarios' defaults per
+ * mode, and the validation that turns user input into a frozen `LabConfig`.
+ * The CLI's flags and their help are derived from the same declaration.
+ * Every error is in src/internal/validate.ts's format and names the option
+ * and the value: a value of the wrong type is a `TypeError`, one out of range
+ * (or not among the accepted ones) a `RangeError`.
  */
 import { redactUrl } from '../internal/redact.js';
-import { checkObject, describe } from '../internal/validate.js';
+import { checkNumber, checkObject, describe, type NumberRule } from '../internal/validate.js';
 import { type ArrivalShape, burstProfile } from './arrivals.js';
-import { PRESETS, SCENARIOS, type ScenarioName, sendsPacing } from './scenarios.js';
+import { PRESETS, type Preset, SCENARIOS, type ScenarioName, sendsPacing } from './scenarios.js';
 import type {
   Outage,
   QuotaKind,
@@ -57,6 +61,8 @@ export const RETRY_AFTER_MODES: readonly RetryAfterMode[] = Object.freeze([
   'seconds',
   'ms',
 ]);
+const QUOTAS: readonly QuotaKind[] = Object.freeze(['token-bucket', 'fixed-window']);
+const SPORADIC_MODES: readonly SporadicMode[] = Object.freeze(['none', 'alternate', 'random']);
 
 /** Options of a lab run; anything left out takes the scenario's default for the mode. */
 export interface LabOptions {
@@ -158,190 +164,380 @@ export interface LabConfig {
 
 export { PRESETS } from './scenarios.js';
 
-/** A Type/RangeError that says which option was wrong and what it accepts. */
-export class LabOptionError extends RangeError {
-  /** The option's name, as in `LabOptions`. */
-  readonly option: string;
-  /** What the option accepts, in words. */
-  readonly accepted: string;
-  /** What it got, as shown in the message. */
-  readonly got: string;
+/** How a lab option is read, in the API and on the command line. */
+export type LabOptionKind =
+  | 'number'
+  | 'integer'
+  | 'choice'
+  | 'list'
+  | 'outages'
+  | 'boolean'
+  | 'store';
 
-  constructor(option: string, accepted: string, value: unknown) {
-    const got = describe(value);
-    super(`${option} must be ${accepted}, got ${got}`);
-    this.name = 'RangeError';
-    this.option = option;
-    this.accepted = accepted;
-    this.got = got;
+/** The declaration of one lab option: what it accepts and where its default comes from. */
+export interface LabOptionSpec {
+  readonly kind: LabOptionKind;
+  /** One line for `staunch lab --help`. */
+  readonly help: string;
+  /** The value's placeholder on the command line (`MS`, `N`). */
+  readonly value?: string;
+  /** The command-line flag, when not the option's name in kebab case. */
+  readonly flag?: string;
+  /** `number` / `integer`: the bounds. */
+  readonly rule?: NumberRule;
+  /** `choice` / `list`: the accepted values. */
+  readonly choices?: readonly string[];
+  /** The default, from the scenario's preset (per mode). */
+  readonly preset?: (p: Preset) => unknown;
+  /** The default when no preset gives one. */
+  readonly default?: string | number | boolean;
+  /** The default in words, where the preset gives none (`capacity / 10`) or it is computed. */
+  readonly unset?: string;
+}
+
+/** Every lab option, in the order `--help` lists them. Adding a `LabOptions` key needs an entry here. */
+export const LAB_OPTIONS: { readonly [K in keyof Required<LabOptions>]: LabOptionSpec } = {
+  scenario: {
+    kind: 'choice',
+    value: 'NAME',
+    choices: SCENARIOS,
+    help: SCENARIOS.join(' | '),
+    default: 'overload',
+  },
+  mode: {
+    kind: 'choice',
+    value: 'MODE',
+    choices: MODES,
+    help: 'sim (virtual time) | live (real server on 127.0.0.1)',
+    default: 'sim',
+  },
+  strategies: {
+    kind: 'list',
+    value: 'LIST',
+    choices: STRATEGIES,
+    help: `comma-separated, of: ${STRATEGIES.join(', ')} (+ra: the loop honours Retry-After)`,
+    unset: 'all; without pacing from the upstream, no +ra',
+  },
+  seed: {
+    kind: 'integer',
+    value: 'N',
+    rule: { min: 0, max: 2 ** 32 - 1 },
+    help: 'seed of every random draw',
+    default: 1,
+  },
+  requests: {
+    kind: 'integer',
+    value: 'N',
+    rule: { min: 1, max: 10_000_000 },
+    help: 'logical requests',
+    preset: (p) => p.requests,
+  },
+  span: {
+    kind: 'number',
+    value: 'MS',
+    rule: { min: 0 },
+    help: 'ms over which they arrive (0 = all at once)',
+    preset: (p) => p.span,
+  },
+  peak: {
+    kind: 'number',
+    value: 'X',
+    rule: { min: 0, exclusiveMin: true },
+    help: 'overload: peak demand as a multiple of capacity',
+    preset: (p) => p.peak,
+  },
+  capacity: {
+    kind: 'number',
+    value: 'RPS',
+    rule: { min: 0, exclusiveMin: true },
+    help: "the upstream's requests per second",
+    preset: (p) => p.server.capacity,
+  },
+  burst: {
+    kind: 'number',
+    value: 'N',
+    rule: { min: 1 },
+    help: "the upstream's token bucket size",
+    preset: (p) => p.server.burst,
+    unset: 'capacity / 10',
+  },
+  serviceTime: {
+    kind: 'number',
+    value: 'MS',
+    rule: { min: 0 },
+    help: 'ms from start of service to response',
+    preset: (p) => p.server.serviceTime,
+  },
+  rtt: {
+    kind: 'number',
+    value: 'MS',
+    rule: { min: 0 },
+    help: 'round trip, ms (sim only)',
+    preset: (p) => p.rtt,
+  },
+  queue: {
+    kind: 'integer',
+    value: 'N',
+    rule: { min: 0 },
+    help: 'requests that may wait at the upstream instead of a 429',
+    preset: (p) => p.server.queue,
+  },
+  retryAfter: {
+    kind: 'choice',
+    value: 'MODE',
+    choices: RETRY_AFTER_MODES,
+    help: `on a 429: ${RETRY_AFTER_MODES.join(' | ')} (ms = retry-after-ms)`,
+    preset: (p) => p.server.retryAfter,
+  },
+  rejectCost: {
+    kind: 'number',
+    value: 'F',
+    rule: { min: 0, max: 1 },
+    help: 'share of capacity one refusal consumes, 0..1',
+    preset: (p) => p.server.rejectCost,
+  },
+  failureRate: {
+    kind: 'number',
+    value: 'F',
+    rule: { min: 0, max: 1 },
+    help: 'probability of a random 503, 0..1',
+    preset: (p) => p.server.failureRate,
+  },
+  outages: {
+    kind: 'outages',
+    flag: 'outage',
+    value: 'FROM-TO',
+    help: 'a 503 window in ms, repeatable; "none" for none',
+    preset: (p) => p.server.outages,
+  },
+  deadline: {
+    kind: 'number',
+    value: 'MS',
+    rule: { min: 0, exclusiveMin: true, max: 3_600_000 },
+    help: 'deadline of each logical request, > 0',
+    preset: (p) => p.deadline,
+  },
+  attempts: {
+    kind: 'integer',
+    value: 'N',
+    rule: { min: 1, max: 100 },
+    help: 'attempt cap per request, first included',
+    preset: (p) => p.attempts,
+  },
+  clients: {
+    kind: 'integer',
+    value: 'N',
+    rule: { min: 1, max: 100_000 },
+    help: 'independent staunch clients (round robin)',
+    preset: (p) => p.clients,
+  },
+  sharedStore: {
+    kind: 'boolean',
+    help: 'the clients share one state store (a fleet in one process)',
+    preset: (p) => p.sharedStore,
+  },
+  concurrency: {
+    kind: 'integer',
+    value: 'K',
+    rule: { min: 0, max: 10_000 },
+    help: 'closed loop: K clients sending back to back for the span (0 = arrival schedule)',
+    preset: (p) => p.concurrency,
+  },
+  quota: {
+    kind: 'choice',
+    value: 'KIND',
+    choices: QUOTAS,
+    help: 'token-bucket | fixed-window (capacity × window per window)',
+    preset: (p) => p.server.quota,
+  },
+  window: {
+    kind: 'number',
+    value: 'MS',
+    rule: { min: 1 },
+    help: 'fixed-window length',
+    preset: (p) => p.server.window,
+    unset: '1000',
+  },
+  sporadic: {
+    kind: 'choice',
+    value: 'MODE',
+    choices: SPORADIC_MODES,
+    help: 'none | alternate (404, 429 Retry-After: 0) | random (429 Retry-After: 0)',
+    preset: (p) => p.server.sporadic,
+  },
+  sporadicRate: {
+    kind: 'number',
+    value: 'F',
+    rule: { min: 0, max: 1 },
+    help: 'sporadic random: share of 429s, 0..1',
+    preset: (p) => p.server.sporadicRate,
+    unset: '0',
+  },
+  fleet: {
+    kind: 'integer',
+    value: 'P',
+    rule: { min: 1, max: 32 },
+    help: 'live only: P processes (1-32) share the requests and one upstream; staunch strategy only',
+    default: 1,
+  },
+  store: {
+    kind: 'store',
+    value: 'STORE',
+    help: 'fleet: local | redis://HOST:PORT (runs local, then shared through Redis, and compares)',
+    default: 'local',
+  },
+};
+
+const KEYS = Object.keys(LAB_OPTIONS) as (keyof LabOptions)[];
+
+/** A default as the help shows it: `on`/`off`, outage windows as `FROM-TO`, `none` for no window. */
+function shown(spec: LabOptionSpec, value: unknown): string {
+  if (value === undefined) return spec.unset ?? 'none';
+  if (typeof value === 'boolean') return value ? 'on' : 'off';
+  if (Array.isArray(value)) {
+    const windows = value as readonly Outage[];
+    return windows.length === 0 ? 'none' : windows.map((w) => `${w.start}-${w.end}`).join(' ');
   }
+  return String(value);
+}
+
+/**
+ * The default of `key` in words, from the declaration and the presets: the
+ * `overload` scenario's in sim, then the scenarios that differ (in sim), or
+ * "per scenario" when more than three do ("per scenario and mode" when
+ * `overload` differs between the modes). `staunch lab --help` prints it.
+ */
+export function describeDefault(key: keyof LabOptions): string {
+  const spec = LAB_OPTIONS[key];
+  const preset = spec.preset;
+  if (preset === undefined) {
+    return spec.default === undefined ? (spec.unset ?? 'none') : shown(spec, spec.default);
+  }
+  const of = (mode: LabMode, scenario: ScenarioName) =>
+    shown(spec, preset(PRESETS[mode][scenario]));
+  const base = of('sim', 'overload');
+  const live = of('live', 'overload');
+  if (live !== base) return `per scenario and mode (overload: ${base} sim, ${live} live)`;
+  const others = SCENARIOS.filter((s) => of('sim', s) !== base);
+  if (others.length === 0) return base;
+  if (others.length > 3) return `per scenario (overload: ${base})`;
+  return `${base} (${others.map((s) => `${s}: ${of('sim', s)}`).join(', ')})`;
+}
+
+/** `option must be accepted, got value`: a TypeError (wrong type) or a RangeError (wrong value). */
+function fail(
+  kind: typeof TypeError | typeof RangeError,
+  option: string,
+  accepted: string,
+  value: unknown,
+): never {
+  throw new kind(`${option} must be ${accepted}, got ${describe(value)}`);
 }
 
 function oneOf<T extends string>(option: string, value: unknown, allowed: readonly T[]): T {
-  if (typeof value !== 'string' || !allowed.includes(value as T)) {
-    throw new LabOptionError(option, `one of ${allowed.join(', ')}`, value);
-  }
+  const accepted = `one of ${allowed.join(', ')}`;
+  if (typeof value !== 'string') fail(TypeError, option, accepted, value);
+  if (!allowed.includes(value as T)) fail(RangeError, option, accepted, value);
   return value as T;
 }
 
-interface Rule {
-  min: number;
-  max?: number;
-  exclusiveMin?: boolean;
-  integer?: boolean;
+/** A `choice` option, or `fallback` when left out. */
+function choice<T extends string>(key: keyof LabOptions, value: unknown, fallback: T): T {
+  const allowed = LAB_OPTIONS[key].choices as readonly T[];
+  return value === undefined ? fallback : oneOf(key, value, allowed);
 }
 
-function num(option: string, value: unknown, fallback: number, rule: Rule): number {
+/** A `number` / `integer` option within its declared bounds, or `fallback` when left out. */
+function num(key: keyof LabOptions, value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
-  const { min, max = Number.POSITIVE_INFINITY, exclusiveMin = false, integer = false } = rule;
-  const ok =
-    typeof value === 'number' &&
-    Number.isFinite(value) &&
-    (exclusiveMin ? value > min : value >= min) &&
-    value <= max &&
-    (!integer || Number.isInteger(value));
-  if (!ok) {
-    const kind = integer ? 'an integer' : 'a number';
-    const low = `${exclusiveMin ? '>' : '>='} ${min}`;
-    const high = Number.isFinite(max) ? ` and <= ${max}` : '';
-    throw new LabOptionError(option, `${kind} ${low}${high}`, value);
-  }
-  return value as number;
+  const spec = LAB_OPTIONS[key];
+  return checkNumber(key, value, { ...spec.rule, integer: spec.kind === 'integer' });
 }
-
-const KEYS = [
-  'scenario',
-  'mode',
-  'strategies',
-  'seed',
-  'requests',
-  'span',
-  'peak',
-  'capacity',
-  'burst',
-  'serviceTime',
-  'rtt',
-  'queue',
-  'retryAfter',
-  'rejectCost',
-  'failureRate',
-  'outages',
-  'deadline',
-  'attempts',
-  'clients',
-  'sharedStore',
-  'concurrency',
-  'quota',
-  'window',
-  'sporadic',
-  'sporadicRate',
-  'fleet',
-  'store',
-];
 
 function outagesOf(value: unknown, fallback: readonly Outage[]): readonly Outage[] {
   if (value === undefined) return fallback;
   const accepted = 'a list of { start, end } windows in ms with 0 <= start < end';
-  if (!Array.isArray(value)) throw new LabOptionError('outages', accepted, value);
+  if (!Array.isArray(value)) fail(TypeError, 'outages', accepted, value);
   return Object.freeze(
     value.map((w: unknown) => {
       const o = w as Partial<Outage> | null;
-      const ok =
+      const numbers =
         typeof o === 'object' &&
         o !== null &&
         typeof o.start === 'number' &&
         typeof o.end === 'number' &&
-        Number.isFinite(o.end) &&
-        o.start >= 0 &&
-        o.end > o.start;
-      if (!ok) throw new LabOptionError('outages', accepted, w);
-      return Object.freeze({ start: o.start!, end: o.end! });
+        !Number.isNaN(o.start) &&
+        !Number.isNaN(o.end);
+      if (!numbers) fail(TypeError, 'outages', accepted, w);
+      const { start, end } = o as Outage;
+      if (!(Number.isFinite(end) && start >= 0 && end > start)) {
+        fail(RangeError, 'outages', accepted, w);
+      }
+      return Object.freeze({ start, end });
     }),
   );
 }
 
+function strategiesOf(value: unknown): readonly StrategyName[] {
+  const accepted = `a non-empty list of ${STRATEGIES.join(', ')}`;
+  if (!Array.isArray(value)) fail(TypeError, 'strategies', accepted, value);
+  if (value.length === 0) fail(RangeError, 'strategies', accepted, value);
+  return Object.freeze([...new Set(value.map((s: unknown) => oneOf('strategies', s, STRATEGIES)))]);
+}
+
 /**
  * Validates `options` and fills in the scenario's defaults for the mode.
- * @throws LabOptionError (a RangeError) naming the option, the accepted values and the value.
+ * @throws TypeError for an option of the wrong type (or an unknown one),
+ *   RangeError for a value out of range or not among the accepted ones;
+ *   each names the option, what it accepts and the value.
  */
 export function resolveLabOptions(options: LabOptions = {}): LabConfig {
-  if (typeof options !== 'object' || options === null) {
-    throw new LabOptionError('options', 'an object', options);
-  }
   // The library's one format for an unknown key (a TypeError naming it and the known ones).
-  checkObject('lab options', options, KEYS);
-  const o = options;
-  const scenario = o.scenario === undefined ? 'overload' : oneOf('scenario', o.scenario, SCENARIOS);
-  const mode = o.mode === undefined ? 'sim' : oneOf('mode', o.mode, MODES);
+  const o = checkObject('lab options', options, KEYS) as LabOptions;
+  const scenario = choice('scenario', o.scenario, 'overload' as ScenarioName);
+  const mode = choice('mode', o.mode, 'sim' as LabMode);
   const p = PRESETS[mode][scenario];
-  let strategies: readonly StrategyName[] = STRATEGIES;
-  if (o.strategies !== undefined) {
-    const accepted = `a non-empty list of ${STRATEGIES.join(', ')}`;
-    if (!Array.isArray(o.strategies) || o.strategies.length === 0) {
-      throw new LabOptionError('strategies', accepted, o.strategies);
-    }
-    strategies = Object.freeze([
-      ...new Set(o.strategies.map((s: unknown) => oneOf('strategies', s, STRATEGIES))),
-    ]);
-  }
-  const capacity = num('capacity', o.capacity, p.server.capacity, { min: 0, exclusiveMin: true });
-  const requests = num('requests', o.requests, p.requests, {
-    min: 1,
-    max: 10_000_000,
-    integer: true,
-  });
+  let strategies = o.strategies === undefined ? STRATEGIES : strategiesOf(o.strategies);
+  const capacity = num('capacity', o.capacity, p.server.capacity);
+  const requests = num('requests', o.requests, p.requests);
   const server: ServerOptions = Object.freeze({
     capacity,
-    burst: num('burst', o.burst, p.server.burst ?? Math.max(1, capacity / 10), { min: 1 }),
-    serviceTime: num('serviceTime', o.serviceTime, p.server.serviceTime, { min: 0 }),
-    queue: num('queue', o.queue, p.server.queue, { min: 0, integer: true }),
-    retryAfter:
-      o.retryAfter === undefined
-        ? p.server.retryAfter
-        : oneOf('retryAfter', o.retryAfter, RETRY_AFTER_MODES),
-    rejectCost: num('rejectCost', o.rejectCost, p.server.rejectCost, { min: 0, max: 1 }),
-    failureRate: num('failureRate', o.failureRate, p.server.failureRate, { min: 0, max: 1 }),
+    burst: num('burst', o.burst, p.server.burst ?? Math.max(1, capacity / 10)),
+    serviceTime: num('serviceTime', o.serviceTime, p.server.serviceTime),
+    queue: num('queue', o.queue, p.server.queue),
+    retryAfter: choice('retryAfter', o.retryAfter, p.server.retryAfter),
+    rejectCost: num('rejectCost', o.rejectCost, p.server.rejectCost),
+    failureRate: num('failureRate', o.failureRate, p.server.failureRate),
     outages: outagesOf(o.outages, p.server.outages),
-    quota: o.quota === undefined ? p.server.quota : oneOf('quota', o.quota, QUOTAS),
-    window: num('window', o.window, p.server.window ?? 1000, { min: 1 }),
-    sporadic:
-      o.sporadic === undefined ? p.server.sporadic : oneOf('sporadic', o.sporadic, SPORADIC_MODES),
-    sporadicRate: num('sporadicRate', o.sporadicRate, p.server.sporadicRate ?? 0, {
-      min: 0,
-      max: 1,
-    }),
+    quota: choice('quota', o.quota, p.server.quota ?? 'token-bucket'),
+    window: num('window', o.window, p.server.window ?? 1000),
+    sporadic: choice('sporadic', o.sporadic, p.server.sporadic ?? 'none'),
+    sporadicRate: num('sporadicRate', o.sporadicRate, p.server.sporadicRate ?? 0),
   });
   if (o.strategies === undefined && !sendsPacing(server)) strategies = UNPACED_STRATEGIES;
-  const span = num('span', o.span, p.span, { min: 0 });
-  const peak = num('peak', o.peak, p.peak, { min: 0, exclusiveMin: true });
+  const span = num('span', o.span, p.span);
+  const peak = num('peak', o.peak, p.peak);
   if (p.arrivals === 'burst' && o.concurrency === undefined) {
-    if (span === 0)
-      throw new LabOptionError('span', `a number > 0 for the ${scenario} burst`, span);
+    if (span === 0) fail(RangeError, 'span', `a number > 0 for the ${scenario} burst`, span);
     const least = requests / (span / 1000) / capacity;
     try {
       burstProfile(requests, span, peak * capacity);
     } catch {
       const accepted = `at least ${+least.toFixed(3)} for ${requests} requests over ${span} ms at capacity ${capacity}`;
-      throw new LabOptionError('peak', accepted, peak);
+      fail(RangeError, 'peak', accepted, peak);
     }
   }
-  const fleet = num('fleet', o.fleet, 1, { min: 1, max: 32, integer: true });
+  const fleet = num('fleet', o.fleet, 1);
   const store = storeOf(o.store);
   if (isFleetRun({ fleet, store })) {
     if (mode !== 'live') {
       const [option, value] = fleet > 1 ? ['fleet', fleet] : ['store', redactUrl(store)];
-      throw new LabOptionError(
-        option,
-        `${option === 'fleet' ? '1' : 'local'} unless mode is live (fleet runs are live only)`,
-        value,
-      );
+      const accepted = `${option === 'fleet' ? '1' : 'local'} unless mode is live (fleet runs are live only)`;
+      fail(RangeError, option, accepted, value);
     }
     if (o.strategies !== undefined && (strategies.length !== 1 || strategies[0] !== 'staunch')) {
-      throw new LabOptionError(
-        'strategies',
-        'staunch in a fleet run (the one strategy with state to share)',
-        o.strategies.join(','),
-      );
+      const accepted = 'staunch in a fleet run (the one strategy with state to share)';
+      fail(RangeError, 'strategies', accepted, o.strategies.join(','));
     }
     strategies = Object.freeze(['staunch'] as StrategyName[]);
   }
@@ -349,38 +545,27 @@ export function resolveLabOptions(options: LabOptions = {}): LabConfig {
     scenario,
     mode,
     strategies,
-    seed: num('seed', o.seed, 1, { min: 0, max: 2 ** 32 - 1, integer: true }),
+    seed: num('seed', o.seed, 1),
     requests,
     span,
     peak,
     arrivals: arrivalsOf(p.arrivals, o.concurrency),
     server,
-    rtt: num('rtt', o.rtt, p.rtt, { min: 0 }),
-    deadline: num('deadline', o.deadline, p.deadline, {
-      min: 0,
-      exclusiveMin: true,
-      max: 3_600_000,
-    }),
-    attempts: num('attempts', o.attempts, p.attempts, { min: 1, max: 100, integer: true }),
-    clients: Math.min(
-      requests,
-      num('clients', o.clients, p.clients, { min: 1, max: 100_000, integer: true }),
-    ),
+    rtt: num('rtt', o.rtt, p.rtt),
+    deadline: num('deadline', o.deadline, p.deadline),
+    attempts: num('attempts', o.attempts, p.attempts),
+    clients: Math.min(requests, num('clients', o.clients, p.clients)),
     sharedStore: bool('sharedStore', o.sharedStore, p.sharedStore),
-    concurrency: num('concurrency', o.concurrency, p.concurrency, {
-      min: 0,
-      max: 10_000,
-      integer: true,
-    }),
+    concurrency: num('concurrency', o.concurrency, p.concurrency),
     goal: p.goal,
     fleet,
     store,
   });
 }
 
-function bool(option: string, value: unknown, fallback: boolean): boolean {
+function bool(option: keyof LabOptions, value: unknown, fallback: boolean): boolean {
   if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw new LabOptionError(option, 'true or false', value);
+  if (typeof value !== 'boolean') fail(TypeError, option, 'true or false', value);
   return value;
 }
 
@@ -391,13 +576,10 @@ function arrivalsOf(preset: ArrivalShape, concurrency: unknown): ArrivalShape {
   return 'closed';
 }
 
-const QUOTAS: readonly QuotaKind[] = Object.freeze(['token-bucket', 'fixed-window']);
-const SPORADIC_MODES: readonly SporadicMode[] = Object.freeze(['none', 'alternate', 'random']);
-
 function storeOf(value: unknown): string {
   if (value === undefined || value === 'local') return 'local';
   const accepted = 'local or a redis:// or rediss:// URL';
-  if (typeof value !== 'string') throw new LabOptionError('store', accepted, value);
+  if (typeof value !== 'string') fail(TypeError, 'store', accepted, value);
   let ok = false;
   try {
     const url = new URL(value);
@@ -405,7 +587,7 @@ function storeOf(value: unknown): string {
   } catch {
     ok = false;
   }
-  if (!ok) throw new LabOptionError('store', accepted, redactUrl(value));
+  if (!ok) fail(RangeError, 'store', accepted, redactUrl(value));
   return value;
 }
 

@@ -4,12 +4,13 @@
  */
 
 import { redactUrl } from '../internal/redact.js';
-import { evaluate, type LabResult, scenarioArrivals } from './evaluate.js';
-import { runFleet } from './fleet.js';
-import { type LiveClient, runLive } from './live.js';
+import { evaluate, scenarioArrivals } from './evaluate.js';
+import { runFleet } from './fleet/runner.js';
+import { type LiveClient, runLive } from './live/runner.js';
 import { isFleetRun, type LabConfig, type LabOptions, resolveLabOptions } from './options.js';
-import { horizon } from './sim.js';
-import { simulateAll } from './sim-pool.js';
+import type { LabResult } from './result.js';
+import { simulateAll } from './sim/pool.js';
+import { horizon } from './sim/simulate.js';
 
 /**
  * `sim overload · staunch 42 % of virtual time · finished 3/9 · ETA 12 s`: the
@@ -51,7 +52,8 @@ export interface RunLabHooks {
  * @example
  * const result = await runLab({ scenario: 'overload', requests: 10_000, capacity: 200 });
  * console.log(renderTable(result));
- * @throws LabOptionError (a RangeError) for an invalid option, before anything runs.
+ * @throws TypeError (an option of the wrong type) or RangeError (a value out of
+ *   range), naming the option and the value, before anything runs.
  */
 export async function runLab(
   options: LabOptions = {},

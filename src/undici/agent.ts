@@ -14,7 +14,7 @@
 import { lookup as dnsLookup } from 'node:dns';
 import type { EventEmitter } from 'node:events';
 import { Agent, buildConnector, Dispatcher } from 'undici';
-import { type Client, type ClientOptions, resolveClient } from './client.js';
+import { type ClientOptions, type Runtime, resolveUndiciRuntime } from './client.js';
 import { passesThrough, run } from './interceptor.js';
 import { isNewApi, LegacyCaller, type LegacyHandler } from './legacy.js';
 import {
@@ -66,10 +66,10 @@ const AGENT_EVENTS: ReadonlySet<string | symbol> = new Set([
 /** The dispatcher `createAgent` returns. */
 class StaunchAgent extends Dispatcher {
   readonly #agent: Agent;
-  readonly #client: Client;
+  readonly #client: Runtime;
   readonly #dispatch: Dispatcher.Dispatch;
 
-  constructor(agent: Agent, client: Client) {
+  constructor(agent: Agent, client: Runtime) {
     super();
     this.#agent = agent;
     this.#client = client;
@@ -138,7 +138,7 @@ class StaunchAgent extends Dispatcher {
 export function createAgent(options: AgentOptions = {}): Dispatcher {
   const { transport, rest } = splitOptions(options, 'createAgent options');
   const resolved = resolveTransport(transport);
-  const client = resolveClient(rest, 'createAgent options');
+  const client = resolveUndiciRuntime(rest, 'createAgent options');
   watchSockets();
   return new StaunchAgent(new Agent(agentOptions(resolved)), client);
 }

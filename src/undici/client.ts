@@ -1,26 +1,29 @@
 /**
- * The core client for the retry interceptor: the same resolver, policies and
- * executor as the fetch adapter (src/client.ts), so there is one
+ * The core `Runtime` for the retry interceptor and the agent: the same
+ * resolver, policies and executor as the fetch adapter (src/client.ts), so there is one
  * implementation of the retry rules; its events are also published on the
  * `staunch:*` diagnostics channels.
  */
 import {
   CLIENT_KEYS,
-  type Client,
   type ClientOptions,
   checkListeners,
-  resolveClient as resolveCoreClient,
+  type Runtime,
+  resolveRuntime,
 } from '../client.js';
 import { checkObject } from '../internal/validate.js';
 import { withChannels } from './channels.js';
 
-export type { Client, ClientOptions };
+export type { ClientOptions, Runtime };
 export { checkListeners };
 
-/** Resolves the core options once; `label` names the options object in messages. */
-export function resolveClient(options: unknown, label: string): Client {
+/**
+ * Resolves the core options once, checking their keys (`label` names the
+ * options object in messages) and publishing the events on diagnostics channels.
+ */
+export function resolveUndiciRuntime(options: unknown, label: string): Runtime {
   const o = (
     options === undefined ? {} : checkObject(label, options, CLIENT_KEYS)
   ) as ClientOptions;
-  return resolveCoreClient(o, (on) => withChannels(on, true));
+  return resolveRuntime(o, (on) => withChannels(on, true));
 }

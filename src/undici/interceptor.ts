@@ -21,7 +21,7 @@ import { describeReplay, type ReplayRequest } from '../replay.js';
 import { idempotencyOf, readRequestOptions } from '../request-options.js';
 import { errorCode } from '../retry/classify.js';
 import { Attempt, CallerController, deliverError } from './attempt.js';
-import { type Client, type ClientOptions, resolveClient } from './client.js';
+import { type ClientOptions, type Runtime, resolveUndiciRuntime } from './client.js';
 import { hasHeader, headerPairs, withHeader } from './headers.js';
 import { watchSockets } from './stale.js';
 import { AbortToken } from './token.js';
@@ -67,11 +67,11 @@ const HANDLED: unique symbol = Symbol.for('staunch.undici.handled') as never;
 export function retryInterceptor(
   options: RetryInterceptorOptions = {},
 ): Dispatcher.DispatcherComposeInterceptor {
-  return retryInterceptorFor(resolveClient(options, 'retryInterceptor options'));
+  return retryInterceptorFor(resolveUndiciRuntime(options, 'retryInterceptor options'));
 }
 
 /** @internal The interceptor for an already resolved client. */
-export function retryInterceptorFor(client: Client): Dispatcher.DispatcherComposeInterceptor {
+export function retryInterceptorFor(client: Runtime): Dispatcher.DispatcherComposeInterceptor {
   watchSockets();
   return (dispatch) =>
     function staunchRetry(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) {
@@ -96,7 +96,7 @@ export function passesThrough(opts: Dispatcher.DispatchOptions): boolean {
  * @internal
  */
 export function run(
-  client: Client,
+  client: Runtime,
   dispatch: Dispatcher.Dispatch,
   opts: StaunchDispatchOptions,
   handler: Dispatcher.DispatchHandler,
@@ -212,7 +212,7 @@ class DispatchCall implements LogicalRequest, Exchange<Attempt> {
 
 /** Builds the logical request (and its exchange) from the dispatch options. */
 function prepare(
-  client: Client,
+  client: Runtime,
   dispatch: Dispatcher.Dispatch,
   opts: StaunchDispatchOptions,
   signal: AbortSignal,

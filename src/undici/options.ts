@@ -3,7 +3,7 @@
  * timeouts, the pool, HTTP/2, TLS, DNS and the SSRF guard. Resolved once,
  * validated (a TypeError/RangeError naming the option and the value), frozen.
  * The retry options (`retry`, `timeout`, policies…) are the core's, resolved
- * by `resolveClient` (client.ts).
+ * by `resolveRuntime` (client.ts).
  */
 
 import type { LookupFunction } from 'node:net';

@@ -27,7 +27,7 @@ export async function buildLab(): Promise<BuiltLab> {
     [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', dist],
     { cwd: root, stdio: 'ignore' },
   );
-  for (const f of ['cli/index.js', 'lab/index.js', 'lab/live-server.js', 'lab/sim-worker.js']) {
+  for (const f of ['cli/index.js', 'lab/index.js', 'lab/live/server.js', 'lab/sim/worker.js']) {
     if (!existsSync(join(dist, f))) throw new Error(`build did not produce ${f}`);
   }
   const lab = (await import(pathToFileURL(join(dist, 'lab/index.js')).href)) as typeof Lab;

@@ -9,7 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { resolveLabOptions } from '../../src/lab/options.js';
 import { seededRandom } from '../../src/lab/random.js';
-import { simulateStrategy } from '../../src/lab/sim.js';
+import { simulateStrategy } from '../../src/lab/sim/simulate.js';
 
 interface Model {
   capacity: number;

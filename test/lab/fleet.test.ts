@@ -25,7 +25,7 @@ beforeAll(async () => {
     [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', dist],
     { cwd: root, stdio: 'ignore' },
   );
-  for (const f of ['cli/index.js', 'lab/fleet-member.js', 'redis/fleet-member.js']) {
+  for (const f of ['cli/index.js', 'lab/fleet/member.js', 'lab/fleet/child.js']) {
     if (!existsSync(join(dist, f))) throw new Error(`build did not produce ${f}`);
   }
   // ioredis resolves from the build's parent directory.

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { LabResult } from '../../src/lab/evaluate.js';
-import { withoutPacing } from '../../src/lab/live.js';
+import { withoutPacing } from '../../src/lab/live/runner.js';
 import { matrixMarkdown, renderMatrix, runMatrix, verdictOf } from '../../src/lab/matrix.js';
 import { optimum } from '../../src/lab/optimum.js';
 import { resolveLabOptions } from '../../src/lab/options.js';
+import type { LabResult } from '../../src/lab/result.js';
 import {
   FixedWindow,
   isAnswer,
@@ -11,7 +11,7 @@ import {
   ServerModel,
   type ServerOptions,
 } from '../../src/lab/server-model.js';
-import { simulateStrategy } from '../../src/lab/sim.js';
+import { simulateStrategy } from '../../src/lab/sim/simulate.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
 
 const base: ServerOptions = {

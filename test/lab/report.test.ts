@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LabResult } from '../../src/lab/evaluate.js';
 import { renderReport, runLab } from '../../src/lab/index.js';
-import { verdict } from '../../src/lab/report.js';
+import { verdict } from '../../src/lab/report/html.js';
+import type { LabResult } from '../../src/lab/result.js';
 import { chromiumOrSkip, headlessFlags } from '../helpers/chromium.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'staunch-report-'));

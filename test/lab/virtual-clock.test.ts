@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { VirtualClock } from '../../src/lab/virtual-clock.js';
+import { VirtualClock } from '../../src/lab/sim/virtual-clock.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 

@@ -10,7 +10,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpServer } from '../helpers/server.js';
-import { compiledRedis, member } from './helpers/fleet.js';
+import { compiledFleet, member } from './helpers/fleet.js';
 import { type RedisServer, requireRedis, startRedis } from './helpers/redis-server.js';
 
 const ready = requireRedis();
@@ -21,11 +21,11 @@ const REQUESTS = 80;
 const INTERVAL = 40;
 
 let server: RedisServer;
-let compiled: Awaited<ReturnType<typeof compiledRedis>>;
+let compiled: Awaited<ReturnType<typeof compiledFleet>>;
 
 beforeAll(async () => {
   if (!ready) return;
-  compiled = await compiledRedis();
+  compiled = await compiledFleet();
   server = await startRedis();
 }, 180_000);
 
@@ -52,7 +52,7 @@ describe.runIf(ready)('fleet adaptive limiting', () => {
     const client = new Redis(server.url);
     const prefix = `staunch-quota-test:${process.pid}:`;
     try {
-      const fleet = compiled.redis.startFleet({
+      const fleet = compiled.startFleet({
         processes: PROCESSES,
         module: member('quota'),
         store: server.url,

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpServer } from '../helpers/server.js';
-import { compiledRedis, member } from './helpers/fleet.js';
+import { compiledFleet, member } from './helpers/fleet.js';
 import { type StallProxy, stallProxy } from './helpers/proxy.js';
 import { type RedisServer, requireRedis, startRedis } from './helpers/redis-server.js';
 
@@ -23,11 +23,11 @@ const RATE = { rps: 40, burst: 5 };
 const SLACK = RATE.rps * 0.5;
 
 let server: RedisServer;
-let compiled: Awaited<ReturnType<typeof compiledRedis>>;
+let compiled: Awaited<ReturnType<typeof compiledFleet>>;
 
 beforeAll(async () => {
   if (!ready) return;
-  compiled = await compiledRedis();
+  compiled = await compiledFleet();
   server = await startRedis();
 }, 180_000);
 
@@ -45,7 +45,7 @@ async function run(redis: string, prefix: string, storeOptions: Record<string, u
     res.end();
   });
   try {
-    const fleet = compiled.redis.startFleet({
+    const fleet = compiled.startFleet({
       processes: PROCESSES,
       module: member('fire-at-start'),
       input: {

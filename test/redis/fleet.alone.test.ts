@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BreakerConfig, breakerAdmit, breakerRecord } from '../../src/policy/breaker-ops.js';
 import { createRedisStore, type RedisStore } from '../../src/redis/store.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
-import { compiledRedis, member } from './helpers/fleet.js';
+import { compiledFleet, member } from './helpers/fleet.js';
 import { type RedisServer, requireRedis, startRedis } from './helpers/redis-server.js';
 
 const ready = requireRedis();
@@ -15,13 +15,13 @@ const ready = requireRedis();
 let server: RedisServer;
 let client: Redis;
 let store: RedisStore;
-let redis: Awaited<ReturnType<typeof compiledRedis>>['redis'];
+let startFleet: Awaited<ReturnType<typeof compiledFleet>>['startFleet'];
 let dist: string;
 let prefix: string;
 
 beforeAll(async () => {
   if (!ready) return;
-  ({ redis, dist } = await compiledRedis());
+  ({ startFleet, dist } = await compiledFleet());
   server = await startRedis();
   client = new Redis(server.url);
   prefix = `staunch-fleet-test:${process.pid}:`;
@@ -41,7 +41,7 @@ async function fleet<T>(
   input: Record<string, unknown>,
   kind: 'redis' | 'local' = 'redis',
 ) {
-  const running = redis.startFleet({
+  const running = startFleet({
     processes,
     module: member(name),
     store: kind === 'redis' ? server.url : 'local',
@@ -140,7 +140,7 @@ describe.runIf(ready)('a fleet on one Redis', () => {
       // Let the 300 ms break pass: the circuit is due for its probe.
       await new Promise((resolve) => setTimeout(resolve, 400));
       type R = { counts: Record<string, number>; changes: string[] };
-      const running = redis.startFleet({
+      const running = startFleet({
         processes: 4,
         module: member('breaker'),
         store: server.url,

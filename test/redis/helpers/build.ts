@@ -1,6 +1,7 @@
 /**
- * Compiled JavaScript for the child processes of the fleet tests: src/redis
- * and the core it imports, built once per content of src/ into a temp
+ * Compiled JavaScript for the child processes of the fleet tests: src/redis,
+ * the fleet harness (src/lab/fleet/harness.ts and the process entry
+ * child.ts) and the core they import, built once per content of src/ into a temp
  * directory (shared by the test files, which run in parallel: a lock
  * directory makes one of them build while the others wait). The directory
  * links node_modules so that `ioredis` resolves from it, and its package.json
@@ -25,7 +26,12 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
-const ENTRIES = ['src/index.ts', 'src/redis/index.ts', 'src/redis/fleet-member.ts'];
+const ENTRIES = [
+  'src/index.ts',
+  'src/redis/index.ts',
+  'src/lab/fleet/harness.ts',
+  'src/lab/fleet/child.ts',
+];
 
 function hashTree(dir: string, hash: ReturnType<typeof createHash>): void {
   for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) =>
@@ -106,7 +112,7 @@ async function build(): Promise<string> {
         }),
       );
       const output = await tsc(project);
-      if (!existsSync(join(work, 'dist', 'redis', 'fleet-member.js'))) {
+      if (!existsSync(join(work, 'dist', 'lab', 'fleet', 'child.js'))) {
         throw new Error(`tsc did not emit the fleet member:\n${output}`);
       }
       // Type errors elsewhere in the tree (work in progress) do not stop the emit.

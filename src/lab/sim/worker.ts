@@ -3,10 +3,10 @@
  * The arrivals are drawn again from the seed (the same times as the parent's).
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { scenarioArrivals } from './evaluate.js';
-import type { LabConfig, StrategyName } from './options.js';
-import { simulateStrategy } from './sim.js';
-import { packTrace, type WorkerMessage } from './sim-pool.js';
+import { scenarioArrivals } from '../evaluate.js';
+import type { LabConfig, StrategyName } from '../options.js';
+import { packTrace, type WorkerMessage } from './pool.js';
+import { simulateStrategy } from './simulate.js';
 
 const { config, strategy, progress } = workerData as {
   config: LabConfig;

@@ -1,8 +1,8 @@
 /**
  * What the live runner and its child server say to each other over IPC.
- * Kept apart from ./live-server.ts, which starts a server when it is loaded.
+ * Kept apart from ./server.ts, which starts a server when it is loaded.
  */
-import type { ServerOptions } from './server-model.js';
+import type { ServerOptions } from '../server-model.js';
 
 /** Messages from the parent. */
 export type ToServer =

@@ -13,7 +13,7 @@
  * (and the reactions they queue), so a chain of `await`s started at an
  * instant finishes at that instant.
  */
-import type { Clock } from '../internal/clock.js';
+import type { Clock } from '../../internal/clock.js';
 import { TimerHeap } from './timer-heap.js';
 
 /** One macrotask turn: every promise reaction queued so far runs first. */

@@ -6,9 +6,9 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { checkNumber, checkObject, describe } from '../internal/validate.js';
-import type { Json, StateStore } from '../store/store.js';
-import type { ConnectRedisStoreOptions } from './connect.js';
+import { checkNumber, checkObject, describe } from '../../internal/validate.js';
+import type { ConnectRedisStoreOptions } from '../../redis/connect.js';
+import type { Json, StateStore } from '../../store/store.js';
 
 /** What a member module's default export receives. */
 export interface FleetMemberContext {
@@ -80,7 +80,7 @@ export type FleetReport =
   | { type: 'result'; value: Json }
   | { type: 'error'; message: string };
 
-const MEMBER_ENTRY = fileURLToPath(new URL('./fleet-member.js', import.meta.url));
+const MEMBER_ENTRY = fileURLToPath(new URL('./child.js', import.meta.url));
 
 interface ResolvedFleetOptions {
   processes: number;

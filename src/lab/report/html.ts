@@ -7,7 +7,7 @@
  * failure reasons as a table, and how the run was made (command, version,
  * date). Outage windows are shaded on every time chart.
  */
-import type { LabResult, StrategyResult } from './evaluate.js';
+import type { LabResult, StrategyResult } from '../result.js';
 import { describeScenario } from './format.js';
 import { type Band, chart, esc, legendStrip, type Series } from './svg.js';
 

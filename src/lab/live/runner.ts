@@ -1,6 +1,6 @@
 /**
  * `--mode live`: the same scenario on real sockets. The upstream is a
- * `node:http` server in a child process on 127.0.0.1 (./live-server.ts); each
+ * `node:http` server in a child process on 127.0.0.1 (./server.ts); each
  * strategy is a real `createFetch` over the global fetch, configured as in
  * the simulator; peers (bench/peers) are any `LiveClient`. Everything is
  * bounded: each phase by the span plus the deadline plus a grace, the child
@@ -9,14 +9,14 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { createFetch, type FetchLike } from '../fetch.js';
-import { memoryStore } from '../store/memory.js';
-import type { NamedTrace } from './evaluate.js';
-import { type FromServer, LAB_ID_HEADER, type ToServer } from './live-protocol.js';
-import type { LabConfig, StrategyName } from './options.js';
-import { isAnswer, PACING_HEADERS } from './server-model.js';
-import { strategyConfig } from './strategies.js';
-import { TraceRecorder } from './trace.js';
+import { createFetch, type FetchLike } from '../../fetch.js';
+import { memoryStore } from '../../store/memory.js';
+import type { LabConfig, StrategyName } from '../options.js';
+import type { NamedTrace } from '../result.js';
+import { isAnswer, PACING_HEADERS } from '../server-model.js';
+import { strategyConfig } from '../strategies.js';
+import { TraceRecorder } from '../trace.js';
+import { type FromServer, LAB_ID_HEADER, type ToServer } from './protocol.js';
 
 /** One logical request performed by a live client; resolves with the final status. */
 export type LiveRequest = (
@@ -87,7 +87,7 @@ export function strategyClient(name: StrategyName, clients = 1, sharedStore = fa
   };
 }
 
-const SERVER_MODULE = new URL('./live-server.js', import.meta.url);
+const SERVER_MODULE = new URL('./server.js', import.meta.url);
 /** Wall-clock ms with sub-ms precision, comparable across processes of one machine. */
 export const wall = (): number => performance.timeOrigin + performance.now();
 

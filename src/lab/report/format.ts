@@ -1,8 +1,9 @@
 /**
  * The lab's outputs in text: the terminal table and the `--json` object.
  */
-import type { LabResult } from './evaluate.js';
-import type { LabConfig } from './options.js';
+
+import type { LabConfig } from '../options.js';
+import type { LabResult } from '../result.js';
 
 /** The `--json` shape: the issue's fields first, then extras. */
 export interface LabJson {

@@ -1,15 +1,15 @@
 /**
  * One process of a fleet run (`staunch lab --fleet P`): the default export is
- * a `FleetMemberMain` for `startFleet` (src/redis/fleet.ts). It issues its
+ * a `FleetMemberMain` for `startFleet` (./harness.ts). It issues its
  * share of the logical requests (the indices it is given, at their arrival
  * times from the run's shared `t0`) through `createFetch` with the `staunch`
  * strategy over the store the fleet hands it, and returns what it saw as JSON.
  */
 
-import { createFetch } from '../fetch.js';
-import type { StateStore } from '../store/store.js';
-import { LAB_ID_HEADER } from './live-protocol.js';
-import { strategyConfig } from './strategies.js';
+import { createFetch } from '../../fetch.js';
+import type { StateStore } from '../../store/store.js';
+import { LAB_ID_HEADER } from '../live/protocol.js';
+import { strategyConfig } from '../strategies.js';
 
 /** What the parent hands each member (`FleetOptions.input`). Times in ms. */
 export interface FleetMemberInput {

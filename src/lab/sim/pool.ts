@@ -7,11 +7,11 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { NamedTrace } from './evaluate.js';
-import type { LabConfig, StrategyName } from './options.js';
-import { simulateStrategy } from './sim.js';
-import { strategyConfig } from './strategies.js';
-import type { RunTrace } from './trace.js';
+import type { LabConfig, StrategyName } from '../options.js';
+import type { NamedTrace } from '../result.js';
+import { strategyConfig } from '../strategies.js';
+import type { RunTrace } from '../trace.js';
+import { simulateStrategy } from './simulate.js';
 
 /** What a worker sends back: a trace in transferable arrays. */
 export interface PackedTrace {
@@ -39,7 +39,7 @@ export function packTrace(trace: RunTrace, wallMs: number): PackedTrace {
   };
 }
 
-const WORKER = new URL('./sim-worker.js', import.meta.url);
+const WORKER = new URL('./worker.js', import.meta.url);
 
 /** What a worker posts: progress (virtual ms from the start), then its trace. */
 export type WorkerMessage =

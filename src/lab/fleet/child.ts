@@ -5,11 +5,11 @@
  */
 import { isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { memoryStore } from '../store/memory.js';
-import type { StateStore } from '../store/store.js';
-import { connectRedisStore } from './connect.js';
-import type { FleetCommand, FleetMemberMain, FleetReport } from './fleet.js';
-import { scrub } from './redact.js';
+import { connectRedisStore } from '../../redis/connect.js';
+import { scrub } from '../../redis/redact.js';
+import { memoryStore } from '../../store/memory.js';
+import type { StateStore } from '../../store/store.js';
+import type { FleetCommand, FleetMemberMain, FleetReport } from './harness.js';
 
 function send(report: FleetReport): Promise<void> {
   return new Promise((resolve) => {

@@ -7,9 +7,9 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { type FromServer, LAB_ID_HEADER, type ToServer } from './live-protocol.js';
-import { seededRandom } from './random.js';
-import { responseHeaders, ServerModel, type ServerOptions } from './server-model.js';
+import { seededRandom } from '../random.js';
+import { responseHeaders, ServerModel, type ServerOptions } from '../server-model.js';
+import { type FromServer, LAB_ID_HEADER, type ToServer } from './protocol.js';
 
 const lifetime = Number(process.argv[2] ?? 600_000);
 const maxRequests = Number(process.argv[3] ?? 1_000_000);

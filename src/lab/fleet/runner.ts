@@ -1,23 +1,23 @@
 /**
  * Fleet runs (`staunch lab --mode live --fleet P --store redis://…`): P
- * processes (`startFleet`, src/redis/fleet.ts) share the logical requests
+ * processes (`startFleet`, ./harness.ts) share the logical requests
  * round robin and one live upstream, each running the `staunch` strategy
- * (./fleet-member.ts). The fleet runs once with local state in every process
+ * (./member.ts). The fleet runs once with local state in every process
  * (`local`) and, with a Redis store, once more with the state shared through
  * it (`shared`, a fresh key prefix per run), so that the result compares the two.
  */
 import { randomBytes } from 'node:crypto';
-import { redactUrl } from '../internal/redact.js';
-import { connectRedisStore } from '../redis/connect.js';
-import { startFleet } from '../redis/fleet.js';
-import { redisStoreDefaults } from '../redis/store.js';
-import type { Json } from '../store/store.js';
-import type { NamedTrace } from './evaluate.js';
-import type { FleetMemberInput, FleetMemberResult } from './fleet-member.js';
-import { phaseLimit, startUpstream, type Upstream, wall, warmUp } from './live.js';
-import type { FromServer } from './live-protocol.js';
-import type { LabConfig } from './options.js';
-import { TraceRecorder } from './trace.js';
+import { redactUrl } from '../../internal/redact.js';
+import { connectRedisStore } from '../../redis/connect.js';
+import { redisStoreDefaults } from '../../redis/store.js';
+import type { Json } from '../../store/store.js';
+import type { FromServer } from '../live/protocol.js';
+import { phaseLimit, startUpstream, type Upstream, wall, warmUp } from '../live/runner.js';
+import type { LabConfig } from '../options.js';
+import type { FleetPhaseInfo, NamedTrace } from '../result.js';
+import { TraceRecorder } from '../trace.js';
+import { startFleet } from './harness.js';
+import type { FleetMemberInput, FleetMemberResult } from './member.js';
 
 /**
  * ms to wait for one decision of the shared store: the store's default, so
@@ -26,7 +26,7 @@ import { TraceRecorder } from './trace.js';
  */
 export const FLEET_STORE_TIMEOUT: number = redisStoreDefaults.timeout;
 
-const MEMBER = new URL('./fleet-member.js', import.meta.url);
+const MEMBER = new URL('./member.js', import.meta.url);
 
 /**
  * Checks that the Redis of `url` answers (connects, then closes). Rejects with
@@ -129,15 +129,6 @@ async function runFleetPhase(
     wallMs: performance.now() - began - slack,
     members,
   };
-}
-
-/** What a fleet run adds to its traces: per phase, what its members reported. */
-export interface FleetPhaseInfo {
-  readonly name: 'local' | 'shared';
-  /** Members that reported `storeDegraded` (fell back to local state at least once). */
-  readonly degradedProcesses: number;
-  /** The latest a member was for the run's start, ms. */
-  readonly lateMs: number;
 }
 
 /**

@@ -6,16 +6,16 @@
  * driven through a light `Exchange` (status and a header record), not
  * WHATWG `Response`s: that is what lets 100 000 requests run in seconds.
  */
-import type { StaunchListeners } from '../events.js';
-import { type Exchange, Executor, type LogicalRequest } from '../executor.js';
-import { resolveRetryOptions, resolveTimeoutOptions } from '../options.js';
-import { createPolicies } from '../policy/policies.js';
-import { memoryStore } from '../store/memory.js';
-import type { LabConfig, StrategyName } from './options.js';
-import { seededRandom } from './random.js';
-import { isAnswer, responseHeaders, ServerModel } from './server-model.js';
-import { strategyConfig } from './strategies.js';
-import { TraceRecorder } from './trace.js';
+import type { StaunchListeners } from '../../events.js';
+import { type Exchange, Executor, type LogicalRequest } from '../../executor.js';
+import { resolveRetryOptions, resolveTimeoutOptions } from '../../options.js';
+import { createPolicies } from '../../policy/policies.js';
+import { memoryStore } from '../../store/memory.js';
+import type { LabConfig, StrategyName } from '../options.js';
+import { seededRandom } from '../random.js';
+import { isAnswer, responseHeaders, ServerModel } from '../server-model.js';
+import { strategyConfig } from '../strategies.js';
+import { TraceRecorder } from '../trace.js';
 import { VirtualClock } from './virtual-clock.js';
 
 /** The virtual epoch: 2026-01-01T00:00:00Z, so that every run starts at the same instant. */
