@@ -26,7 +26,7 @@ import {
   type CircuitState,
 } from './breaker-ops.js';
 import { type BreakerPeek, BreakerWaitingRoom } from './breaker-wait.js';
-import { runOpMaybe } from './store-call.js';
+import { isPromiseLike, runOpMaybe } from './store-call.js';
 
 export type { BreakerOutcome, CircuitState } from './breaker-ops.js';
 
@@ -223,6 +223,10 @@ export class CircuitBreaker {
   readonly #rooms: BreakerWaitingRoom;
   /** Closed-state successes counted here and not yet reported, per key: one bucket's worth. */
   readonly #successes = new Map<string, { gen: number; start: number; count: number }>();
+  #closedAdmission: { readonly ok: true; readonly ticket: BreakerTicket } | undefined;
+  #lastArgs: BreakerAdmitArgs | undefined;
+  #lastKey: string | undefined;
+  #lastStoreKey = '';
 
   constructor(
     options: ResolvedBreakerOptions,
@@ -288,7 +292,7 @@ export class CircuitBreaker {
   /** One admission op; keeps this process's view of the key (refusing or not) current. */
   #run<T>(key: string, args: BreakerAdmitArgs, map: (r: BreakerAdmitResult) => T): T | Promise<T> {
     const now = this.#clock.now();
-    return runOpMaybe(this.#store, BREAKER_KEY_PREFIX + key, breakerAdmit, args, now, (r) => {
+    return runOpMaybe(this.#store, this.#storeKey(key), breakerAdmit, args, now, (r) => {
       if (!r.ok) this.#refusing.add(key);
       else if (this.#refusing.size > 0) this.#refusing.delete(key);
       return map(r);
@@ -305,14 +309,56 @@ export class CircuitBreaker {
     const lease =
       (Number.isFinite(leaseMs) && leaseMs > 0 ? leaseMs : this.#cfg.maxBreakDuration) +
       PROBE_LEASE_GRACE;
-    const args: BreakerAdmitArgs =
-      waitMs > 0 ? { cfg: this.#cfg, leaseMs: lease, waitMs } : { cfg: this.#cfg, leaseMs: lease };
-    return this.#run(key, args, (r): BreakerAdmission => {
-      if (!r.ok) return { ok: false, retryAfter: r.retryAfter };
-      if (r.probe === null) this.#rooms.admitted(key, this.#clock.now());
+    const args = this.#admitArgs(lease, waitMs);
+    const now = this.#clock.now();
+    // runOpMaybe inlined: the closed circuit's admission is the hot path of every request.
+    const result = this.#store.run(this.#storeKey(key), breakerAdmit, args, now);
+    if (isPromiseLike(result)) return Promise.resolve(result).then((r) => this.#admitted(key, r));
+    return this.#admitted(key, result);
+  }
+
+  /** Keeps this process's view of the key current, then says what the admission was. */
+  #admitted(key: string, r: BreakerAdmitResult): BreakerAdmission {
+    if (!r.ok) {
+      this.#refusing.add(key);
+      return { ok: false, retryAfter: r.retryAfter };
+    }
+    if (this.#refusing.size > 0) this.#refusing.delete(key);
+    if (r.probe !== null) {
       this.#emit(key, r.change);
       return { ok: true, ticket: Object.freeze({ gen: r.gen, probe: r.probe }) };
-    });
+    }
+    this.#rooms.admitted(key, this.#clock.now());
+    this.#emit(key, r.change);
+    // Every call of a closed period holds the same ticket: one frozen admission per generation.
+    let closed = this.#closedAdmission;
+    if (closed === undefined || closed.ticket.gen !== r.gen) {
+      closed = Object.freeze({ ok: true, ticket: Object.freeze({ gen: r.gen, probe: null }) });
+      this.#closedAdmission = closed;
+    }
+    return closed;
+  }
+
+  /** The admission's arguments: the same frozen object while the lease and the wait stay the same. */
+  #admitArgs(leaseMs: number, waitMs: number): BreakerAdmitArgs {
+    if (!(waitMs > 0)) waitMs = 0;
+    let args = this.#lastArgs;
+    if (args === undefined || args.leaseMs !== leaseMs || (args.waitMs ?? 0) !== waitMs) {
+      args = Object.freeze(
+        waitMs > 0 ? { cfg: this.#cfg, leaseMs, waitMs } : { cfg: this.#cfg, leaseMs },
+      );
+      this.#lastArgs = args;
+    }
+    return args;
+  }
+
+  /** `breaker:` + `key`, remembered for the last key (a client usually calls one origin). */
+  #storeKey(key: string): string {
+    if (key !== this.#lastKey) {
+      this.#lastKey = key;
+      this.#lastStoreKey = BREAKER_KEY_PREFIX + key;
+    }
+    return this.#lastStoreKey;
   }
 
   /**
@@ -364,7 +410,7 @@ export class CircuitBreaker {
   #record(key: string, args: BreakerRecordArgs): void | Promise<void> {
     return runOpMaybe(
       this.#store,
-      BREAKER_KEY_PREFIX + key,
+      this.#storeKey(key),
       breakerRecord,
       args,
       this.#clock.now(),
