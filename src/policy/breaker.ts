@@ -12,7 +12,8 @@ import {
   positiveInteger,
   readNumber,
 } from '../internal/validate.js';
-import type { StateStore } from '../store/store.js';
+import { type MemoryStore, TOUCH, type Touchable } from '../store/memory.js';
+import type { Json, StateStore } from '../store/store.js';
 import {
   BREAKER_BUCKETS,
   type BreakerAdmitArgs,
@@ -224,6 +225,10 @@ export class CircuitBreaker {
   /** Closed-state successes counted here and not yet reported, per key: one bucket's worth. */
   readonly #successes = new Map<string, { gen: number; start: number; count: number }>();
   #closedAdmission: { readonly ok: true; readonly ticket: BreakerTicket } | undefined;
+  /** The memory store's shortcut for a closed circuit's admission, when the store is one. */
+  readonly #touch: Touchable[typeof TOUCH] | undefined;
+  /** Per key, the closed state last admitted on and the admission's result (memory store only). */
+  readonly #closed = new Map<string, { state: Json | undefined; result: BreakerAdmitResult }>();
   #lastArgs: BreakerAdmitArgs | undefined;
   #lastKey: string | undefined;
   #lastStoreKey = '';
@@ -246,6 +251,7 @@ export class CircuitBreaker {
     });
     this.failFast = options.failFast;
     this.#store = store;
+    this.#touch = (store as Partial<Touchable>)[TOUCH];
     this.#clock = clock;
     this.#onStateChange = onStateChange;
     this.#rooms = new BreakerWaitingRoom(clock, options.probeInterval, (key, waitMs) =>
@@ -306,15 +312,35 @@ export class CircuitBreaker {
    * {@link PROBE_LEASE_GRACE}.
    */
   admit(key: string, leaseMs: number, waitMs = 0): BreakerAdmission | Promise<BreakerAdmission> {
+    const storeKey = this.#storeKey(key);
+    const now = this.#clock.now();
+    const touch = this.#touch;
+    if (touch !== undefined) {
+      // The memory store, a circuit closed when last looked at and untouched since: the
+      // admission would read it and write it back as it is, so it only extends its life.
+      const seen = this.#closed.get(key);
+      if (seen !== undefined && touch(storeKey, seen.state, now, this.#cfg.window)) {
+        return this.#admitted(key, seen.result);
+      }
+    }
     const lease =
       (Number.isFinite(leaseMs) && leaseMs > 0 ? leaseMs : this.#cfg.maxBreakDuration) +
       PROBE_LEASE_GRACE;
     const args = this.#admitArgs(lease, waitMs);
-    const now = this.#clock.now();
     // runOpMaybe inlined: the closed circuit's admission is the hot path of every request.
-    const result = this.#store.run(this.#storeKey(key), breakerAdmit, args, now);
+    const result = this.#store.run(storeKey, breakerAdmit, args, now);
     if (isPromiseLike(result)) return Promise.resolve(result).then((r) => this.#admitted(key, r));
+    if (touch !== undefined && result.ok && result.probe === null && result.change === null) {
+      this.#remember(key, storeKey, result, now);
+    }
     return this.#admitted(key, result);
+  }
+
+  /** Remembers the closed state `key` was admitted on (the memory store only, see {@link TOUCH}). */
+  #remember(key: string, storeKey: string, result: BreakerAdmitResult, now: number): void {
+    const closed = this.#closed;
+    if (!closed.has(key) && closed.size >= 1024) closed.clear();
+    closed.set(key, { state: (this.#store as MemoryStore).peek(storeKey, now), result });
   }
 
   /** Keeps this process's view of the key current, then says what the admission was. */
