@@ -22,13 +22,14 @@ import { type Clock, noop, type Random, startTimer } from './internal/clock.js';
 import { redactUrl, scrubbedCause, scrubError } from './internal/redact.js';
 import { linkSignal } from './internal/signals.js';
 import { AbortToken } from './internal/token.js';
+import type { RetryBudget } from './policy/budget.js';
 import {
   type AdmitContext,
   admit,
   feedback,
   type Gate,
+  ignoreRejection,
   OPEN_GATE,
-  settleQuietly,
 } from './policy/gate.js';
 import type { Policies } from './policy/policies.js';
 import { isPromiseLike } from './policy/store-call.js';
@@ -78,6 +79,15 @@ function errorVerdict(error: unknown, stale: boolean): AttemptVerdict {
   const kind = classifyError(error);
   if (kind === 'unsent') return { scope: 'any', reason: 'unsent', stale };
   return { scope: kind === 'fatal' ? 'never' : 'replayable', reason: 'maybe-sent', stale };
+}
+
+/** Credits a first attempt to the budget; a failing store is ignored. */
+function deposit(budget: RetryBudget, key: string): void {
+  try {
+    ignoreRejection(budget.deposit(key));
+  } catch {
+    // Policies learn on a best-effort basis; the request goes on.
+  }
 }
 
 /**
@@ -229,11 +239,7 @@ export class Executor {
       request.signal?.throwIfAborted();
       flight = new Flight(request, exchange, this.#clock, this.#on, policies);
       if (policies !== undefined) {
-        if (policies.budget !== undefined) {
-          const { budget } = policies;
-          const key = flight.key;
-          settleQuietly(() => budget.deposit(key));
-        }
+        if (policies.budget !== undefined) deposit(policies.budget, flight.key);
         gate = admit(flight, policies);
         if (isPromiseLike(gate)) return this.#loop(flight, gate, undefined);
       }

@@ -235,7 +235,11 @@ export function feedback(policies: Policies, key: string, gate: Gate, o: Attempt
   if (breaker !== undefined && gate.ticket !== undefined) {
     const outcome = breakerOutcome(status, error, callerAborted);
     const ticket = gate.ticket;
-    settleQuietly(() => breaker.record(key, ticket, outcome));
+    try {
+      ignoreRejection(breaker.record(key, ticket, outcome));
+    } catch {
+      // The breaker learns on a best-effort basis.
+    }
   }
   if (limiter !== undefined && status !== undefined) {
     try {
@@ -260,12 +264,10 @@ function pacingHint(status: number, pacing: ServerPacing, sentAt: number) {
   };
 }
 
-/** Runs a fire-and-forget policy call: a failure (sync or async) is ignored. */
-export function settleQuietly(call: () => void | Promise<void>): void {
-  try {
-    const pending = call();
-    if (pending !== undefined) pending.catch(noop);
-  } catch {
-    // Policies learn on a best-effort basis; the request goes on.
-  }
+/**
+ * A fire-and-forget policy call's result: a rejection is ignored (the caller
+ * catches a synchronous throw itself, without a closure on the hot path).
+ */
+export function ignoreRejection(pending: void | Promise<void>): void {
+  if (pending !== undefined) pending.catch(noop);
 }

@@ -58,10 +58,7 @@ export interface Policies {
 
 /** Index of the end of the authority of `url` (its first `/`, `?` or `#` after `from`), or its length. */
 function authorityEnd(url: string, from: number): number {
-  for (let i = from; i < url.length; i++) {
-    const c = url.charCodeAt(i);
-    if (c === 0x2f || c === 0x3f || c === 0x23) return i; // '/', '?', '#'
-  }
+  for (let i = from; i < url.length; i++) if (isAuthorityEnd(url, i)) return i;
   return url.length;
 }
 
@@ -129,8 +126,15 @@ const ORIGIN_CACHE_SIZE = 256;
  */
 export function cachedOriginKey(): PolicyKey {
   const cache = new Map<string, string>();
+  // The last origin seen: most clients call one, and then no scan, slice or hash is needed.
+  let lastPrefix = '';
+  let lastKey = '';
   return (request) => {
     const url = request.url;
+    const n = lastPrefix.length;
+    if (n > 0 && url.startsWith(lastPrefix) && (url.length === n || isAuthorityEnd(url, n))) {
+      return lastKey;
+    }
     const start = schemeEnd(url);
     if (start === -1) return parsedOrigin(url);
     const end = authorityEnd(url, start);
@@ -141,8 +145,16 @@ export function cachedOriginKey(): PolicyKey {
       if (cache.size >= ORIGIN_CACHE_SIZE) cache.clear();
       cache.set(prefix, key);
     }
+    lastPrefix = prefix;
+    lastKey = key;
     return key;
   };
+}
+
+/** Whether the character at `i` of `url` ends an authority: `/`, `?` or `#`. */
+function isAuthorityEnd(url: string, i: number): boolean {
+  const c = url.charCodeAt(i);
+  return c === 0x2f || c === 0x3f || c === 0x23;
 }
 
 /** Builds the policies once, validating every option. */

@@ -44,3 +44,21 @@ describe('originKey', () => {
     expect(key({ method: 'GET', url: 'http://h0.example/q' })).toBe('http://h0.example');
   });
 });
+
+describe('cachedOriginKey, one origin after another', () => {
+  it('tells an origin from a longer one that starts with it', () => {
+    const key = cachedOriginKey();
+    const sequence: [string, string][] = [
+      ['http://h/a', 'http://h'],
+      ['http://h', 'http://h'],
+      ['http://hx/a', 'http://hx'],
+      ['http://h:80/a', 'http://h:80'],
+      ['http://h?q', 'http://h'],
+      ['http://h#f', 'http://h'],
+      ['HTTP://H/a', 'http://h'],
+      ['http://h.example/a', 'http://h.example'],
+      ['http://h/b', 'http://h'],
+    ];
+    for (const [url, expected] of sequence) expect(key({ method: 'GET', url }), url).toBe(expected);
+  });
+});
