@@ -7,11 +7,17 @@
  * to compare with the CPU time a real request costs (fetch-overhead.mjs
  * prints it as "CPU µs/req").
  *
+ * `retryInterceptor` is measured the same way, over a stub dispatch that
+ * answers every request at once (a 200 with no body) on the next microtask.
+ * With `STAUNCH_BEFORE_DIST` set to another build's dist/, every staunch
+ * variant is also measured on that build (`… @before`), in the same rounds.
+ *
  *   npm run build && node bench/wrapper-cost.mjs [--calls 300000] [--rounds 5]
+ *   STAUNCH_BEFORE_DIST=/tmp/base/dist node bench/wrapper-cost.mjs
  */
 import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const { values } = parseArgs({
@@ -45,29 +51,90 @@ if (!existsSync(distEntry)) {
   );
   process.exit(2);
 }
-const { createFetch } = await import(distEntry.href);
+const builds = [['', fileURLToPath(new URL('../dist', import.meta.url))]];
+const before = process.env.STAUNCH_BEFORE_DIST;
+if (before !== undefined) {
+  if (!existsSync(`${before}/index.js`)) {
+    console.error(`wrapper-cost: STAUNCH_BEFORE_DIST=${before} has no index.js`);
+    process.exit(2);
+  }
+  builds.push([' @before', before]);
+}
 
 const response = new Response(null, { status: 200 });
 const stub = async () => response;
+
+/** A dispatch that answers 200, no body, on the next microtask, through the new handler API. */
+const controller = {
+  abort() {},
+  pause() {},
+  resume() {},
+  aborted: false,
+  paused: false,
+  reason: null,
+};
+function stubDispatch(_opts, handler) {
+  queueMicrotask(() => {
+    handler.onRequestStart?.(controller, {});
+    handler.onResponseStart?.(controller, 200, {}, 'OK');
+    handler.onResponseEnd?.(controller, {});
+  });
+  return true;
+}
+/** One request through an interceptor-wrapped dispatch, resolved at the response's end. */
+function viaDispatch(dispatch) {
+  const opts = { origin: 'http://127.0.0.1:9', path: '/bench', method: 'GET', headers: {} };
+  return () =>
+    new Promise((resolve, reject) => {
+      dispatch(opts, {
+        onRequestStart() {},
+        onResponseStart() {},
+        onResponseData() {},
+        onResponseEnd: () => resolve(),
+        onResponseError: (_c, error) => reject(error),
+      });
+    });
+}
+
 /** Builds a variant, or skips it when this build does not know one of its options. */
-function wrapped(options) {
+function tryBuild(label, make) {
   try {
-    return createFetch({ fetch: stub, ...options });
+    return make();
   } catch (error) {
-    console.error(`wrapper-cost: skipped ${JSON.stringify(options)}: ${error.message}`);
+    console.error(`wrapper-cost: skipped ${label}: ${error.message}`);
     return undefined;
   }
 }
-const variants = Object.fromEntries(
-  Object.entries({
-    'bare stub': stub,
-    'createFetch (defaults)': wrapped({}),
-    'createFetch, policies off': wrapped({ breaker: false, budget: false, rateLimit: false }),
-    'createFetch, timeout: false': wrapped({ timeout: false }),
-    'for scale: new AbortController()': async (url) =>
-      stub(url, { signal: new AbortController().signal }),
-  }).filter(([, fetch]) => fetch !== undefined),
-);
+const entries = [['bare stub', stub]];
+const off = { breaker: false, budget: false, rateLimit: false };
+for (const [tag, dir] of builds) {
+  const { createFetch } = await import(pathToFileURL(`${dir}/index.js`).href);
+  const wrapped = (options) =>
+    tryBuild(JSON.stringify(options), () => createFetch({ fetch: stub, ...options }));
+  entries.push([`createFetch (defaults)${tag}`, wrapped({})]);
+  entries.push([`createFetch, policies off${tag}`, wrapped(off)]);
+  entries.push([`createFetch, timeout: false${tag}`, wrapped({ timeout: false })]);
+  let undici;
+  try {
+    undici = await import(pathToFileURL(`${dir}/undici/index.js`).href);
+  } catch (error) {
+    console.error(`wrapper-cost: no staunch/undici in ${dir}: ${error.message}`);
+  }
+  if (undici !== undefined) {
+    const intercepted = (options) =>
+      tryBuild(`retryInterceptor ${JSON.stringify(options)}`, () =>
+        viaDispatch(undici.retryInterceptor(options)(stubDispatch)),
+      );
+    entries.push([`retryInterceptor (defaults)${tag}`, intercepted({})]);
+    entries.push([`retryInterceptor, policies off${tag}`, intercepted(off)]);
+  }
+}
+entries.push(['bare stub dispatch', viaDispatch(stubDispatch)]);
+entries.push([
+  'for scale: new AbortController()',
+  async (url) => stub(url, { signal: new AbortController().signal }),
+]);
+const variants = Object.fromEntries(entries.filter(([, fetch]) => fetch !== undefined));
 const url = 'http://127.0.0.1:9/bench';
 
 async function run(fetch) {

@@ -21,7 +21,16 @@ import {
 import { type Clock, noop, type Random, startTimer } from './internal/clock.js';
 import { redactUrl, scrubbedCause, scrubError } from './internal/redact.js';
 import { linkSignal } from './internal/signals.js';
-import { admit, feedback, type Gate, OPEN_GATE, settleQuietly } from './policy/gate.js';
+import { AbortToken } from './internal/token.js';
+import type { RetryBudget } from './policy/budget.js';
+import {
+  type AdmitContext,
+  admit,
+  feedback,
+  type Gate,
+  ignoreRejection,
+  OPEN_GATE,
+} from './policy/gate.js';
 import type { Policies } from './policy/policies.js';
 import { isPromiseLike } from './policy/store-call.js';
 import type { Exchange, LogicalRequest } from './request.js';
@@ -64,6 +73,18 @@ interface PendingRetry {
   readonly event: RetryEvent;
 }
 
+/** What an attempt that is not handed back taught: how to go on. */
+interface Lesson {
+  readonly verdict: AttemptVerdict;
+  readonly status: number | undefined;
+  readonly code: string | undefined;
+  /** What kind of refusal a classifier saw (`llm()`: `requests`, `tokens`, a quota code…). */
+  readonly kind: string | undefined;
+  readonly pacing: ServerPacing | undefined;
+  /** Clock time the attempt ended. */
+  readonly done: number;
+}
+
 /** Who may retry a failure without a response, and why it is worth retrying. */
 function errorVerdict(error: unknown, stale: boolean): AttemptVerdict {
   if (error instanceof DeadlineExceededError)
@@ -71,6 +92,90 @@ function errorVerdict(error: unknown, stale: boolean): AttemptVerdict {
   const kind = classifyError(error);
   if (kind === 'unsent') return { scope: 'any', reason: 'unsent', stale };
   return { scope: kind === 'fatal' ? 'never' : 'replayable', reason: 'maybe-sent', stale };
+}
+
+/** Credits a first attempt to the budget; a failing store is ignored. */
+function deposit(budget: RetryBudget, key: string): void {
+  try {
+    ignoreRejection(budget.deposit(key));
+  } catch {
+    // Policies learn on a best-effort basis; the request goes on.
+  }
+}
+
+/**
+ * Emits `giveUp`; a replayable request's event also carries `replay`
+ * (non-enumerable, so logs that print the event do not copy the body).
+ */
+function sayGiveUp(on: StaunchListeners, request: LogicalRequest, event: GiveUpEvent): void {
+  const listener = on.giveUp;
+  if (listener === undefined) return;
+  if (request.replayable && request.replay !== undefined) {
+    const replay = request.replay();
+    if (replay !== undefined) Object.defineProperty(event, 'replay', { value: replay });
+  }
+  emit(listener, event);
+}
+
+/**
+ * One logical request on its way: what every attempt shares (key, deadline,
+ * the redacted URL, the retry state) in one object, which is also the
+ * policies' admission context, so an attempt admits without allocating.
+ */
+class Flight<R> implements AdmitContext {
+  readonly request: LogicalRequest;
+  readonly exchange: Exchange<R>;
+  readonly clock: Clock;
+  readonly on: StaunchListeners;
+  readonly key: string;
+  readonly deadline: number;
+  /** The attempt being admitted or sent. */
+  attempt = 1;
+  previousDelay = 0;
+  lastError: unknown;
+  /** The retry under way: told to `retry` listeners once its attempt actually leaves. */
+  pending: PendingRetry | undefined;
+  #redacted: string | undefined;
+
+  constructor(
+    request: LogicalRequest,
+    exchange: Exchange<R>,
+    clock: Clock,
+    on: StaunchListeners,
+    policies: Policies | undefined,
+  ) {
+    this.request = request;
+    this.exchange = exchange;
+    this.clock = clock;
+    this.on = on;
+    this.deadline = clock.now() + request.timeout.total;
+    this.key = policies === undefined ? '' : policies.key(request);
+  }
+
+  url(): string {
+    this.#redacted ??= redactUrl(this.request.url);
+    return this.#redacted;
+  }
+
+  /** A policy refused the attempt: `giveUp`, then its error (the previous failure its cause). */
+  refusal(reason: GiveUpReason, make: (context: StaunchErrorOptions) => Error): Error {
+    const { request, attempt, lastError } = this;
+    const url = this.url();
+    sayGiveUp(this.on, request, { method: request.method, url, attempts: attempt - 1, reason });
+    return make({
+      method: request.method,
+      url,
+      attempts: attempt - 1,
+      ...(lastError !== undefined && { cause: scrubbedCause(lastError, request.secrets()) }),
+    });
+  }
+
+  onWait(reason: WaitReason, duration: number): void {
+    const listener = this.on.wait;
+    if (listener === undefined) return;
+    const { method } = this.request;
+    emit(listener, { method, url: this.url(), attempt: this.attempt, reason, duration });
+  }
 }
 
 export class Executor {
@@ -94,7 +199,7 @@ export class Executor {
   /** Runs `request` through `exchange` until it succeeds, gives up or runs out of time. */
   run<R>(request: LogicalRequest, exchange: Exchange<R>): Promise<R> {
     const listener = this.#on.end;
-    if (listener === undefined) return this.#run(request, exchange);
+    if (listener === undefined) return this.#start(request, exchange);
     const started = this.#clock.now();
     const end = (fields: { status?: number; code?: string }, attempts: number): void =>
       emit(listener, {
@@ -119,8 +224,9 @@ export class Executor {
       ...(exchange.handOver !== undefined && {
         handOver: (response: R, unlink: () => void) => exchange.handOver!(response, unlink),
       }),
+      ...(exchange.tokenSignal === true && { tokenSignal: true }),
     };
-    return this.#run(request, counting).then(
+    return this.#start(request, counting).then(
       (response) => {
         end({ status: exchange.status(response) }, attempts);
         return response;
@@ -133,198 +239,281 @@ export class Executor {
     );
   }
 
-  async #run<R>(request: LogicalRequest, exchange: Exchange<R>): Promise<R> {
-    const clock = this.#clock;
+  /**
+   * Attempt 1, optimistic: admitted synchronously (the common case), sent,
+   * and a response below 400 handed back from the transport's own callback,
+   * without entering the retry loop (no async frame, no promise of its own,
+   * no closures beyond the attempt's). Anything else (an admission that
+   * waits, a failure, a status of 400 or more) goes on in {@link #loop},
+   * which does exactly what it would have done from the start.
+   */
+  #start<R>(request: LogicalRequest, exchange: Exchange<R>): Promise<R> {
     const policies = this.#policies;
-    const { retry, timeout, signal } = request;
-    signal?.throwIfAborted();
-    const deadline = clock.now() + timeout.total;
-    let redacted: string | undefined;
-    const url = (): string => {
-      redacted ??= redactUrl(request.url);
-      return redacted;
-    };
-    const key = policies === undefined ? '' : policies.key(request);
-    if (policies?.budget !== undefined) settleQuietly(() => policies.budget!.deposit(key));
-    let previousDelay = 0;
-    let lastError: unknown;
-    /** The retry under way: told to `retry` listeners once its attempt actually leaves. */
-    let pending: PendingRetry | undefined;
-
-    for (let attempt = 1; ; attempt++) {
-      let gate = OPEN_GATE;
+    let flight: Flight<R>;
+    let gate: Gate | Promise<Gate> = OPEN_GATE;
+    let started: number;
+    try {
+      request.signal?.throwIfAborted();
+      flight = new Flight(request, exchange, this.#clock, this.#on, policies);
       if (policies !== undefined) {
-        const admitted = this.#admit(policies, key, request, attempt, deadline, url, lastError);
+        if (policies.budget !== undefined) deposit(policies.budget, flight.key);
+        gate = admit(flight, policies);
+        if (isPromiseLike(gate)) return this.#loop(flight, gate, undefined);
+      }
+      started = this.#begin(flight, gate);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const admitted = gate;
+    return new Promise<R>((resolve, reject) => {
+      this.#send(flight, started, (outcome) => {
+        try {
+          const lesson = this.#learn(flight, outcome, admitted, started);
+          if (lesson === undefined) resolve(this.#handOver(flight, outcome));
+          else resolve(this.#loop(flight, undefined, { outcome, lesson }));
+        } catch (error) {
+          reject(error);
+        }
+      });
+    });
+  }
+
+  /**
+   * The retry loop. Entered for attempt 1 whose admission must wait
+   * (`admitting`), or after attempt 1 failed (`failed`: its outcome and what
+   * it taught); every later attempt runs here.
+   */
+  async #loop<R>(
+    flight: Flight<R>,
+    admitting: Promise<Gate> | undefined,
+    failed: { outcome: Outcome<R>; lesson: Lesson } | undefined,
+  ): Promise<R> {
+    const policies = this.#policies;
+    if (failed !== undefined) {
+      const next = await this.#next(flight, failed.outcome, failed.lesson);
+      if (next !== undefined) return next.response;
+      flight.attempt++;
+    }
+    for (; ; flight.attempt++) {
+      let gate = OPEN_GATE;
+      if (admitting !== undefined) {
+        gate = await admitting;
+        admitting = undefined;
+      } else if (policies !== undefined) {
+        const admitted = admit(flight, policies);
         gate = isPromiseLike(admitted) ? await admitted : admitted;
       }
-      const started = clock.now();
-      const remaining = deadline - started;
-      if (remaining <= 0) {
-        gate.release();
-        throw this.#giveUpOnDeadline(request, url(), attempt - 1);
-      }
-      if (pending !== undefined) {
-        // The real time from the failure to this attempt: backoff, pacing and every policy wait.
-        emit(this.#on.retry, { ...pending.event, delay: started - pending.failedAt });
-        pending = undefined;
-      }
-      const scope: DeadlineScope = timeout.attempt < remaining ? 'attempt' : 'total';
-      const limit = Math.min(timeout.attempt, remaining);
-      if (this.#on.attemptStart !== undefined) {
-        emit(this.#on.attemptStart, { method: request.method, url: url(), attempt });
-      }
-      const outcome = await this.#attempt(request, exchange, attempt, limit, scope, url);
+      const started = this.#begin(flight, gate);
+      const outcome = await new Promise<Outcome<R>>((resolve) =>
+        this.#send(flight, started, resolve),
+      );
+      const lesson = this.#learn(flight, outcome, gate, started);
+      if (lesson === undefined) return this.#handOver(flight, outcome);
+      const next = await this.#next(flight, outcome, lesson);
+      if (next !== undefined) return next.response;
+    }
+  }
+
+  /**
+   * An admitted attempt is about to leave: checks the deadline, says the
+   * retry it is (if it is one) and `attemptStart`. Returns its start time.
+   */
+  #begin(flight: Flight<unknown>, gate: Gate): number {
+    const started = this.#clock.now();
+    const { request, attempt } = flight;
+    if (flight.deadline - started <= 0) {
       gate.release();
-      const done = clock.now();
+      throw this.#giveUpOnDeadline(request, flight.url(), attempt - 1);
+    }
+    const pending = flight.pending;
+    if (pending !== undefined) {
+      // The real time from the failure to this attempt: backoff, pacing and every policy wait.
+      emit(this.#on.retry, { ...pending.event, delay: started - pending.failedAt });
+      flight.pending = undefined;
+    }
+    if (this.#on.attemptStart !== undefined) {
+      emit(this.#on.attemptStart, { method: request.method, url: flight.url(), attempt });
+    }
+    return started;
+  }
 
-      // Classify the outcome.
-      let verdict: AttemptVerdict;
-      let status: number | undefined;
-      let code: string | undefined;
-      let kind: string | undefined;
-      let pacing: ServerPacing | undefined;
-      if (outcome.ok) {
-        status = exchange.status(outcome.response);
-        const headers = exchange.headers(outcome.response);
-        let refined: ReturnType<typeof refineStatus> | undefined;
-        if (status >= 400) {
-          const table = classifyStatus(status, headers, retry.statuses);
-          const { method } = request;
-          refined = refineStatus(this.#classify, {
-            method,
-            url: request.url,
-            status,
-            headers,
-            scope: table,
-          });
-          kind = refined.kind;
-        }
-        if (this.#on.attempt !== undefined) {
-          emit(this.#on.attempt, {
-            method: request.method,
-            url: url(),
-            attempt,
-            status,
-            ...(kind !== undefined && { kind }),
-            duration: done - started,
-          });
-        }
-        pacing = this.#pacing(headers, status, done, policies?.limiter !== undefined);
-        if (policies !== undefined)
-          feedback(policies, key, gate, { status, pacing, sentAt: started });
-        if (refined === undefined) {
-          return this.#handOver(exchange, outcome.response, outcome.unlink, signal);
-        }
-        verdict = { scope: refined.scope, reason: 'status', stale: false };
-      } else {
-        const error = outcome.error;
-        const aborted = signal?.aborted === true;
-        // The stale keep-alive race (classify.ts, STALE_CONNECTION): resent at once, no backoff,
-        // no budget, not a breaker failure. Only a transport can tell; see staunch/undici.
-        const stale = !aborted && isStaleConnection(error);
-        if (policies !== undefined)
-          feedback(policies, key, gate, {
-            error,
-            sentAt: started,
-            notTheUpstream: aborted || stale,
-          });
-        if (aborted) throw signal!.reason;
-        lastError = error;
-        code = errorCode(error);
-        if (this.#on.attempt !== undefined) {
-          emit(this.#on.attempt, {
-            method: request.method,
-            url: url(),
-            attempt,
-            ...(code !== undefined && { code }),
-            duration: done - started,
-          });
-        }
-        if (error instanceof DeadlineExceededError && error.timeout === 'total') {
-          throw this.#giveUpOnDeadline(request, url(), attempt, error);
-        }
-        verdict = errorVerdict(error, stale);
-      }
-
-      const finish = (why: GiveUpReason | undefined, delay?: number): R => {
-        if (why !== undefined) {
-          this.#giveUp(request, {
-            method: request.method,
-            url: url(),
-            attempts: attempt,
-            reason: why,
-            ...(status !== undefined && { status }),
-            ...(code !== undefined && { code }),
-            ...(kind !== undefined && { kind }),
-            ...(delay !== undefined && { delay }),
-          });
-        }
-        if (outcome.ok) return this.#handOver(exchange, outcome.response, outcome.unlink, signal);
-        throw this.#failure(request, url(), outcome.error, attempt);
-      };
-
-      const decision = decide(verdict, {
-        replayable: request.replayable,
-        resendable: () => exchange.resendable(verdict.reason === 'unsent'),
-        attempt,
-        attempts: retry.attempts,
-        timeLeft: deadline - done,
-        hint: pacing?.delay,
-        hintSource: pacing?.source,
-        maxRetryAfter: retry.maxRetryAfter,
-        backoff: () => retry.backoff(attempt, previousDelay, this.#random),
-        random: this.#random,
-      });
-      if (decision.action === 'done') return finish(undefined);
-      if (decision.action === 'give-up') return finish(decision.reason, decision.delay);
-      const { delay, source } = decision;
-
-      // A retry of a failure spends the key's budget. Not charged: the stale race; a retry
-      // after a 429, which is pacing that the rate limiter bounds; and a retry that will meet
-      // an open circuit, which waits for the probe's verdict and adds no load until then.
-      if (
-        decision.charged &&
-        policies?.budget !== undefined &&
-        !(status === 429 && policies.limiter !== undefined) &&
-        !(policies.breaker?.refusing(key) ?? false)
-      ) {
-        const granted = await this.#withdraw(
-          policies,
-          key,
-          deadline - delay,
-          request,
-          url,
-          attempt,
-        );
-        if (!granted) return finish('budget');
-      }
-
-      pending = {
-        failedAt: done,
-        event: {
+  /**
+   * Learns from an attempt's outcome: releases its gate, says `attempt`,
+   * tells the policies. `undefined`: a response to hand back. Throws when
+   * the request ends here (the caller aborted, the total deadline passed).
+   */
+  #learn<R>(
+    flight: Flight<R>,
+    outcome: Outcome<R>,
+    gate: Gate,
+    started: number,
+  ): Lesson | undefined {
+    const policies = this.#policies;
+    const { request, exchange, key, attempt } = flight;
+    gate.release();
+    const done = this.#clock.now();
+    if (outcome.ok) {
+      const status = exchange.status(outcome.response);
+      const headers = exchange.headers(outcome.response);
+      let refined: ReturnType<typeof refineStatus> | undefined;
+      if (status >= 400) {
+        const table = classifyStatus(status, headers, request.retry.statuses);
+        refined = refineStatus(this.#classify, {
           method: request.method,
-          url: url(),
+          url: request.url,
+          status,
+          headers,
+          scope: table,
+        });
+      }
+      const kind = refined?.kind;
+      if (this.#on.attempt !== undefined) {
+        emit(this.#on.attempt, {
+          method: request.method,
+          url: flight.url(),
           attempt,
-          delay,
-          delaySource: source,
-          reason: verdict.reason,
+          status,
+          ...(kind !== undefined && { kind }),
+          duration: done - started,
+        });
+      }
+      const pacing = this.#pacing(headers, status, done, policies?.limiter !== undefined);
+      if (policies !== undefined)
+        feedback(policies, key, gate, { status, pacing, sentAt: started });
+      if (refined === undefined) return undefined;
+      return {
+        verdict: { scope: refined.scope, reason: 'status', stale: false },
+        status,
+        code: undefined,
+        kind,
+        pacing,
+        done,
+      };
+    }
+    const { error } = outcome;
+    const { signal } = request;
+    const aborted = signal?.aborted === true;
+    // The stale keep-alive race (classify.ts, STALE_CONNECTION): resent at once, no backoff,
+    // no budget, not a breaker failure. Only a transport can tell; see staunch/undici.
+    const stale = !aborted && isStaleConnection(error);
+    if (policies !== undefined)
+      feedback(policies, key, gate, {
+        error,
+        sentAt: started,
+        notTheUpstream: aborted || stale,
+      });
+    if (aborted) throw signal!.reason;
+    flight.lastError = error;
+    const code = errorCode(error);
+    if (this.#on.attempt !== undefined) {
+      emit(this.#on.attempt, {
+        method: request.method,
+        url: flight.url(),
+        attempt,
+        ...(code !== undefined && { code }),
+        duration: done - started,
+      });
+    }
+    if (error instanceof DeadlineExceededError && error.timeout === 'total') {
+      throw this.#giveUpOnDeadline(request, flight.url(), attempt, error);
+    }
+    return {
+      verdict: errorVerdict(error, stale),
+      status: undefined,
+      code,
+      kind: undefined,
+      pacing: undefined,
+      done,
+    };
+  }
+
+  /**
+   * Decides after an attempt that was not handed back: a result (`{ response }`,
+   * or a throw) ends the request; `undefined` means the next attempt may go
+   * (its backoff slept, its budget taken).
+   */
+  async #next<R>(
+    flight: Flight<R>,
+    outcome: Outcome<R>,
+    lesson: Lesson,
+  ): Promise<{ response: R } | undefined> {
+    const policies = this.#policies;
+    const { request, exchange, key, attempt, deadline } = flight;
+    const { retry, signal } = request;
+    const { verdict, status, code, kind, pacing, done } = lesson;
+    const finish = (why: GiveUpReason | undefined, delay?: number): { response: R } => {
+      if (why !== undefined) {
+        sayGiveUp(this.#on, request, {
+          method: request.method,
+          url: flight.url(),
+          attempts: attempt,
+          reason: why,
           ...(status !== undefined && { status }),
           ...(code !== undefined && { code }),
           ...(kind !== undefined && { kind }),
-        },
-      };
-      if (!verdict.stale) previousDelay = delay;
-      const reason: WaitReason = source === 'backoff' ? 'backoff' : 'server';
-      const wait = this.#sleep(delay, signal, reason, request, url, attempt + 1);
-      if (outcome.ok) {
-        outcome.unlink();
-        const drained = exchange.discard(outcome.response, wait).catch(noop);
-        await wait;
-        await drained;
-      } else {
-        await wait;
+          ...(delay !== undefined && { delay }),
+        });
       }
+      if (outcome.ok) return { response: this.#handOver(flight, outcome) };
+      throw this.#failure(request, flight.url(), outcome.error, attempt);
+    };
+
+    const previousDelay = flight.previousDelay;
+    const decision = decide(verdict, {
+      replayable: request.replayable,
+      resendable: () => exchange.resendable(verdict.reason === 'unsent'),
+      attempt,
+      attempts: retry.attempts,
+      timeLeft: deadline - done,
+      hint: pacing?.delay,
+      hintSource: pacing?.source,
+      maxRetryAfter: retry.maxRetryAfter,
+      backoff: () => retry.backoff(attempt, previousDelay, this.#random),
+      random: this.#random,
+    });
+    if (decision.action === 'done') return finish(undefined);
+    if (decision.action === 'give-up') return finish(decision.reason, decision.delay);
+    const { delay, source } = decision;
+
+    // A retry of a failure spends the key's budget. Not charged: the stale race; a retry
+    // after a 429, which is pacing that the rate limiter bounds; and a retry that will meet
+    // an open circuit, which waits for the probe's verdict and adds no load until then.
+    if (
+      decision.charged &&
+      policies?.budget !== undefined &&
+      !(status === 429 && policies.limiter !== undefined) &&
+      !(policies.breaker?.refusing(key) ?? false)
+    ) {
+      const granted = await this.#withdraw(policies, flight, deadline - delay);
+      if (!granted) return finish('budget');
     }
+
+    flight.pending = {
+      failedAt: done,
+      event: {
+        method: request.method,
+        url: flight.url(),
+        attempt,
+        delay,
+        delaySource: source,
+        reason: verdict.reason,
+        ...(status !== undefined && { status }),
+        ...(code !== undefined && { code }),
+        ...(kind !== undefined && { kind }),
+      },
+    };
+    if (!verdict.stale) flight.previousDelay = delay;
+    const reason: WaitReason = source === 'backoff' ? 'backoff' : 'server';
+    const wait = this.#sleep(delay, signal, reason, flight, attempt + 1);
+    if (outcome.ok) {
+      outcome.unlink();
+      const drained = exchange.discard(outcome.response, wait).catch(noop);
+      await wait;
+      await drained;
+    } else {
+      await wait;
+    }
+    return undefined;
   }
 
   /**
@@ -334,28 +523,22 @@ export class Executor {
    * them. A circuit that opens meanwhile ends the wait uncharged (the retry
    * then waits for the probe's verdict and adds no load). `false`: no time.
    */
-  async #withdraw(
-    policies: Policies,
-    key: string,
-    latest: number,
-    request: LogicalRequest,
-    url: () => string,
-    attempt: number,
-  ): Promise<boolean> {
+  async #withdraw(policies: Policies, flight: Flight<unknown>, latest: number): Promise<boolean> {
+    const { key, request, attempt } = flight;
     const budget = policies.budget!;
     if (await budget.tryWithdraw(key).catch(() => true)) return true;
     const step = Math.max(50, budget.refillMs);
     const since = this.#clock.now();
     for (;;) {
       if (this.#clock.now() + step >= latest) return false;
-      await this.#sleep(step, request.signal, 'budget', request, url, attempt + 1, false);
+      await this.#sleep(step, request.signal, 'budget', flight, attempt + 1, false);
       if (policies.breaker?.refusing(key) || (await budget.tryWithdraw(key).catch(() => true))) {
         const listener = this.#on.wait;
         if (listener !== undefined) {
           const duration = this.#clock.now() - since;
           emit(listener, {
             method: request.method,
-            url: url(),
+            url: flight.url(),
             attempt: attempt + 1,
             reason: 'budget',
             duration,
@@ -375,8 +558,7 @@ export class Executor {
     ms: number,
     signal: AbortSignal | undefined,
     reason: WaitReason,
-    request: LogicalRequest,
-    url: () => string,
+    flight: Flight<unknown>,
     attempt: number,
     say = true,
   ): Promise<void> {
@@ -395,8 +577,8 @@ export class Executor {
     const listener = this.#on.wait;
     if (listener !== undefined && say) {
       emit(listener, {
-        method: request.method,
-        url: url(),
+        method: flight.request.method,
+        url: flight.url(),
         attempt,
         reason,
         duration: this.#clock.now() - since,
@@ -405,120 +587,68 @@ export class Executor {
   }
 
   /**
-   * The policies' gates before an attempt, in order: a concurrency slot, a
-   * rate-limit token, the breaker's admission (which may wait out an open
-   * circuit). A refusal throws the policy's error; on a retry, the previous
-   * failure is its `cause`. Synchronous when nothing has to wait and the store
-   * answers at once (the common case: no concurrency limit, an adaptive
-   * limiter not engaged, a closed circuit, the memory store).
+   * Sends the flight's current attempt, raced against its deadline and the
+   * caller's signal: `settled` is called once, as soon as either aborts, even
+   * if the transport ignores its signal. Every abort goes through `abort`
+   * below, so the race needs no listener on the signal. A response that
+   * arrives after the abort is released.
    */
-  #admit(
-    policies: Policies,
-    key: string,
-    request: LogicalRequest,
-    attempt: number,
-    deadline: number,
-    url: () => string,
-    lastError: unknown,
-  ): Gate | Promise<Gate> {
-    const refusal = (reason: GiveUpReason, make: (context: StaunchErrorOptions) => Error) => {
-      this.#giveUp(request, { method: request.method, url: url(), attempts: attempt - 1, reason });
-      return make({
-        method: request.method,
-        url: url(),
-        attempts: attempt - 1,
-        ...(lastError !== undefined && { cause: scrubbedCause(lastError, request.secrets()) }),
-      });
+  #send<R>(flight: Flight<R>, started: number, settled: (outcome: Outcome<R>) => void): void {
+    const { request, exchange, attempt } = flight;
+    const remaining = flight.deadline - started;
+    const { timeout } = request;
+    const scope: DeadlineScope = timeout.attempt < remaining ? 'attempt' : 'total';
+    const limit = Math.min(timeout.attempt, remaining);
+    // A token when the transport reads its signal only as staunch's own code does (token.ts).
+    const controller = exchange.tokenSignal === true ? new AbortToken() : new AbortController();
+    // `finish` is dropped once the attempt settles: the caller's signal may
+    // stay linked to `abort` while the body is read, and must not keep the
+    // outcome (and so the response) reachable through it.
+    let finish: ((outcome: Outcome<R>) => void) | undefined = settled;
+    let cancelTimer = noop;
+    let unlink = noop;
+    const settle = (outcome: Outcome<R>): boolean => {
+      const f = finish;
+      if (f === undefined) return false;
+      finish = undefined;
+      cancelTimer();
+      f(outcome);
+      return true;
     };
-    const listener = this.#on.wait;
-    const onWait =
-      listener === undefined
-        ? undefined
-        : (reason: WaitReason, duration: number) =>
-            emit(listener, { method: request.method, url: url(), attempt, reason, duration });
-    return admit({ policies, clock: this.#clock, key, request, deadline, url, refusal, onWait });
-  }
-
-  /**
-   * One attempt, raced against its deadline and the caller's signal: the
-   * promise settles as soon as either aborts, even if the transport ignores
-   * its signal. Every abort goes through `abort` below, so the race needs no
-   * listener on the signal. A response that arrives after the abort is
-   * released.
-   */
-  #attempt<R>(
-    request: LogicalRequest,
-    exchange: Exchange<R>,
-    attempt: number,
-    limit: number,
-    scope: DeadlineScope,
-    url: () => string,
-  ): Promise<Outcome<R>> {
-    return new Promise<Outcome<R>>((resolve) => {
-      const controller = new AbortController();
-      // `finish` is dropped once the attempt settles: the caller's signal may
-      // stay linked to `abort` while the body is read, and must not keep the
-      // outcome (and so the response) reachable through it.
-      let finish: ((outcome: Outcome<R>) => void) | undefined = resolve;
-      let cancelTimer = noop;
-      let unlink = noop;
-      const settle = (outcome: Outcome<R>): boolean => {
-        const f = finish;
-        if (f === undefined) return false;
-        finish = undefined;
-        cancelTimer();
-        f(outcome);
-        return true;
-      };
-      // After a response was handed back, the caller's abort still reaches the
-      // controller (it cancels the body); it no longer settles anything.
-      const abort = (reason: unknown): void => {
-        controller.abort(reason);
-        if (finish !== undefined) {
-          unlink();
-          settle({ ok: false, error: reason });
-        }
-      };
-      const caller = request.signal;
-      if (caller !== undefined) unlink = linkSignal(caller, abort);
-      if (Number.isFinite(limit)) {
-        cancelTimer = startTimer(this.#clock, limit, () =>
-          abort(this.#deadline(request, url(), scope, attempt)),
-        );
+    // After a response was handed back, the caller's abort still reaches the
+    // controller (it cancels the body); it no longer settles anything.
+    const abort = (reason: unknown): void => {
+      controller.abort(reason);
+      if (finish !== undefined) {
+        unlink();
+        settle({ ok: false, error: reason });
       }
-      let sent: Promise<R>;
-      try {
-        sent = exchange.send(controller.signal, attempt);
-      } catch (error) {
-        sent = Promise.reject(error);
-      }
-      sent.then(
-        (response) => {
-          if (!settle({ ok: true, response, unlink })) {
-            void exchange.discard(response, Promise.resolve()).catch(noop);
-          }
-        },
-        (error: unknown) => {
-          if (finish === undefined) return;
-          unlink();
-          settle({ ok: false, error });
-        },
+    };
+    const caller = request.signal;
+    if (caller !== undefined) unlink = linkSignal(caller, abort);
+    if (Number.isFinite(limit)) {
+      cancelTimer = startTimer(this.#clock, limit, () =>
+        abort(this.#deadline(request, flight.url(), scope, attempt)),
       );
-    });
-  }
-
-  /**
-   * Emits `giveUp`; a replayable request's event also carries `replay`
-   * (non-enumerable, so logs that print the event do not copy the body).
-   */
-  #giveUp(request: LogicalRequest, event: GiveUpEvent): void {
-    const listener = this.#on.giveUp;
-    if (listener === undefined) return;
-    if (request.replayable && request.replay !== undefined) {
-      const replay = request.replay();
-      if (replay !== undefined) Object.defineProperty(event, 'replay', { value: replay });
     }
-    emit(listener, event);
+    let sent: Promise<R>;
+    try {
+      sent = exchange.send(controller.signal, attempt);
+    } catch (error) {
+      sent = Promise.reject(error);
+    }
+    sent.then(
+      (response) => {
+        if (!settle({ ok: true, response, unlink })) {
+          void exchange.discard(response, Promise.resolve()).catch(noop);
+        }
+      },
+      (error: unknown) => {
+        if (finish === undefined) return;
+        unlink();
+        settle({ ok: false, error });
+      },
+    );
   }
 
   #giveUpOnDeadline(
@@ -527,17 +657,15 @@ export class Executor {
     attempts: number,
     error: DeadlineExceededError = this.#deadline(request, url, 'total', attempts),
   ): DeadlineExceededError {
-    this.#giveUp(request, { method: request.method, url, attempts, reason: 'deadline' });
+    sayGiveUp(this.#on, request, { method: request.method, url, attempts, reason: 'deadline' });
     return error;
   }
 
-  #handOver<R>(
-    exchange: Exchange<R>,
-    response: R,
-    unlink: () => void,
-    signal: AbortSignal | undefined,
-  ): R {
-    if (signal !== undefined) {
+  /** The response goes back to the caller; the caller's signal stays linked as the adapter says. */
+  #handOver<R>(flight: Flight<R>, outcome: Outcome<R>): R {
+    const { response, unlink } = outcome as Extract<Outcome<R>, { ok: true }>;
+    if (flight.request.signal !== undefined) {
+      const { exchange } = flight;
       if (exchange.handOver) exchange.handOver(response, unlink);
       else unlink();
     }

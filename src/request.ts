@@ -25,6 +25,14 @@ export interface Exchange<R> {
   resendable(unsent: boolean): boolean;
   /** Called with a response handed back to the caller, with a function that unlinks the caller's signal. */
   handOver?(response: R, unlink: () => void): void;
+  /**
+   * `true`: `send` reads its signal only as staunch's own code does
+   * (`aborted`, `reason`, `addEventListener`/`removeEventListener('abort')`),
+   * never handing it to a fetch or to user code, so the executor may pass a
+   * plain token (src/internal/token.ts) instead of an `AbortController`'s
+   * signal. @default false
+   */
+  readonly tokenSignal?: boolean;
 }
 
 /** One logical request, as the executor sees it. */

@@ -8,6 +8,8 @@
  * the listener is removed as soon as the set is empty.
  */
 
+import { AbortToken } from './token.js';
+
 interface Group {
   readonly children: Set<(reason: unknown) => void>;
   readonly onAbort: () => void;
@@ -20,6 +22,7 @@ const groups = new WeakMap<AbortSignal, Group>();
  * undoes the link (idempotent). `parent` must not be aborted yet.
  */
 export function linkSignal(parent: AbortSignal, child: (reason: unknown) => void): () => void {
+  if (parent instanceof AbortToken) return parent.link(child);
   let group = groups.get(parent);
   if (group === undefined) {
     const children = new Set<(reason: unknown) => void>();

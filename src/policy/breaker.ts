@@ -12,7 +12,8 @@ import {
   positiveInteger,
   readNumber,
 } from '../internal/validate.js';
-import type { StateStore } from '../store/store.js';
+import { type MemoryStore, TOUCH, type Touchable } from '../store/memory.js';
+import type { Json, StateStore } from '../store/store.js';
 import {
   BREAKER_BUCKETS,
   type BreakerAdmitArgs,
@@ -26,7 +27,7 @@ import {
   type CircuitState,
 } from './breaker-ops.js';
 import { type BreakerPeek, BreakerWaitingRoom } from './breaker-wait.js';
-import { runOpMaybe } from './store-call.js';
+import { isPromiseLike, runOpMaybe } from './store-call.js';
 
 export type { BreakerOutcome, CircuitState } from './breaker-ops.js';
 
@@ -223,6 +224,14 @@ export class CircuitBreaker {
   readonly #rooms: BreakerWaitingRoom;
   /** Closed-state successes counted here and not yet reported, per key: one bucket's worth. */
   readonly #successes = new Map<string, { gen: number; start: number; count: number }>();
+  #closedAdmission: { readonly ok: true; readonly ticket: BreakerTicket } | undefined;
+  /** The memory store's shortcut for a closed circuit's admission, when the store is one. */
+  readonly #touch: Touchable[typeof TOUCH] | undefined;
+  /** Per key, the closed state last admitted on and the admission's result (memory store only). */
+  readonly #closed = new Map<string, { state: Json | undefined; result: BreakerAdmitResult }>();
+  #lastArgs: BreakerAdmitArgs | undefined;
+  #lastKey: string | undefined;
+  #lastStoreKey = '';
 
   constructor(
     options: ResolvedBreakerOptions,
@@ -242,6 +251,7 @@ export class CircuitBreaker {
     });
     this.failFast = options.failFast;
     this.#store = store;
+    this.#touch = (store as Partial<Touchable>)[TOUCH];
     this.#clock = clock;
     this.#onStateChange = onStateChange;
     this.#rooms = new BreakerWaitingRoom(clock, options.probeInterval, (key, waitMs) =>
@@ -288,7 +298,7 @@ export class CircuitBreaker {
   /** One admission op; keeps this process's view of the key (refusing or not) current. */
   #run<T>(key: string, args: BreakerAdmitArgs, map: (r: BreakerAdmitResult) => T): T | Promise<T> {
     const now = this.#clock.now();
-    return runOpMaybe(this.#store, BREAKER_KEY_PREFIX + key, breakerAdmit, args, now, (r) => {
+    return runOpMaybe(this.#store, this.#storeKey(key), breakerAdmit, args, now, (r) => {
       if (!r.ok) this.#refusing.add(key);
       else if (this.#refusing.size > 0) this.#refusing.delete(key);
       return map(r);
@@ -302,17 +312,79 @@ export class CircuitBreaker {
    * {@link PROBE_LEASE_GRACE}.
    */
   admit(key: string, leaseMs: number, waitMs = 0): BreakerAdmission | Promise<BreakerAdmission> {
+    const storeKey = this.#storeKey(key);
+    const now = this.#clock.now();
+    const touch = this.#touch;
+    if (touch !== undefined) {
+      // The memory store, a circuit closed when last looked at and untouched since: the
+      // admission would read it and write it back as it is, so it only extends its life.
+      const seen = this.#closed.get(key);
+      if (seen !== undefined && touch(storeKey, seen.state, now, this.#cfg.window)) {
+        return this.#admitted(key, seen.result);
+      }
+    }
     const lease =
       (Number.isFinite(leaseMs) && leaseMs > 0 ? leaseMs : this.#cfg.maxBreakDuration) +
       PROBE_LEASE_GRACE;
-    const args: BreakerAdmitArgs =
-      waitMs > 0 ? { cfg: this.#cfg, leaseMs: lease, waitMs } : { cfg: this.#cfg, leaseMs: lease };
-    return this.#run(key, args, (r): BreakerAdmission => {
-      if (!r.ok) return { ok: false, retryAfter: r.retryAfter };
-      if (r.probe === null) this.#rooms.admitted(key, this.#clock.now());
+    const args = this.#admitArgs(lease, waitMs);
+    // runOpMaybe inlined: the closed circuit's admission is the hot path of every request.
+    const result = this.#store.run(storeKey, breakerAdmit, args, now);
+    if (isPromiseLike(result)) return Promise.resolve(result).then((r) => this.#admitted(key, r));
+    if (touch !== undefined && result.ok && result.probe === null && result.change === null) {
+      this.#remember(key, storeKey, result, now);
+    }
+    return this.#admitted(key, result);
+  }
+
+  /** Remembers the closed state `key` was admitted on (the memory store only, see {@link TOUCH}). */
+  #remember(key: string, storeKey: string, result: BreakerAdmitResult, now: number): void {
+    const closed = this.#closed;
+    if (!closed.has(key) && closed.size >= 1024) closed.clear();
+    closed.set(key, { state: (this.#store as MemoryStore).peek(storeKey, now), result });
+  }
+
+  /** Keeps this process's view of the key current, then says what the admission was. */
+  #admitted(key: string, r: BreakerAdmitResult): BreakerAdmission {
+    if (!r.ok) {
+      this.#refusing.add(key);
+      return { ok: false, retryAfter: r.retryAfter };
+    }
+    if (this.#refusing.size > 0) this.#refusing.delete(key);
+    if (r.probe !== null) {
       this.#emit(key, r.change);
       return { ok: true, ticket: Object.freeze({ gen: r.gen, probe: r.probe }) };
-    });
+    }
+    this.#rooms.admitted(key, this.#clock.now());
+    this.#emit(key, r.change);
+    // Every call of a closed period holds the same ticket: one frozen admission per generation.
+    let closed = this.#closedAdmission;
+    if (closed === undefined || closed.ticket.gen !== r.gen) {
+      closed = Object.freeze({ ok: true, ticket: Object.freeze({ gen: r.gen, probe: null }) });
+      this.#closedAdmission = closed;
+    }
+    return closed;
+  }
+
+  /** The admission's arguments: the same frozen object while the lease and the wait stay the same. */
+  #admitArgs(leaseMs: number, waitMs: number): BreakerAdmitArgs {
+    if (!(waitMs > 0)) waitMs = 0;
+    let args = this.#lastArgs;
+    if (args === undefined || args.leaseMs !== leaseMs || (args.waitMs ?? 0) !== waitMs) {
+      args = Object.freeze(
+        waitMs > 0 ? { cfg: this.#cfg, leaseMs, waitMs } : { cfg: this.#cfg, leaseMs },
+      );
+      this.#lastArgs = args;
+    }
+    return args;
+  }
+
+  /** `breaker:` + `key`, remembered for the last key (a client usually calls one origin). */
+  #storeKey(key: string): string {
+    if (key !== this.#lastKey) {
+      this.#lastKey = key;
+      this.#lastStoreKey = BREAKER_KEY_PREFIX + key;
+    }
+    return this.#lastStoreKey;
   }
 
   /**
@@ -365,7 +437,7 @@ export class CircuitBreaker {
   #record(key: string, args: BreakerRecordArgs): void | Promise<void> {
     return runOpMaybe(
       this.#store,
-      BREAKER_KEY_PREFIX + key,
+      this.#storeKey(key),
       breakerRecord,
       args,
       this.#clock.now(),

@@ -29,12 +29,6 @@ export interface Gate {
 
 export const OPEN_GATE: Gate = { release: noop, ticket: undefined };
 
-/** Builds a policy's refusal error (and says `giveUp`), given the request's context. */
-export type Refusal = (
-  reason: GiveUpReason,
-  make: (context: StaunchErrorOptions) => Error,
-) => Error;
-
 /** How an attempt's outcome counts for the circuit breaker. */
 function breakerOutcome(status: number | undefined, error: unknown, callerAborted: boolean) {
   if (status !== undefined)
@@ -45,18 +39,23 @@ function breakerOutcome(status: number | undefined, error: unknown, callerAborte
   return 'failure';
 }
 
-/** What admission needs to know about the request and how to report. */
+/**
+ * What admission needs to know about the request and how to report. The
+ * executor's per-request state implements it, so that admitting an attempt
+ * allocates nothing.
+ */
 export interface AdmitContext {
-  readonly policies: Policies;
   readonly clock: Clock;
   readonly key: string;
   readonly request: LogicalRequest;
   /** Clock time the logical request's total deadline expires. */
   readonly deadline: number;
-  readonly url: () => string;
-  readonly refusal: Refusal;
+  /** The request's URL, redacted. */
+  url(): string;
+  /** Builds a policy's refusal error (and says `giveUp`). */
+  refusal(reason: GiveUpReason, make: (context: StaunchErrorOptions) => Error): Error;
   /** Told of every wait before the attempt that took time. */
-  readonly onWait: ((reason: WaitReason, duration: number) => void) | undefined;
+  onWait(reason: WaitReason, duration: number): void;
 }
 
 /**
@@ -66,22 +65,22 @@ export interface AdmitContext {
  * request may wait out (see {@link CircuitBreaker.wait}) makes it wait, then
  * admission starts again from the first gate: no attempt is spent on it.
  */
-export function admit(ctx: AdmitContext): Gate | Promise<Gate> {
-  const { concurrency, limiter } = ctx.policies;
+export function admit(ctx: AdmitContext, policies: Policies): Gate | Promise<Gate> {
+  const { concurrency, limiter } = policies;
   if (concurrency === undefined && (limiter === undefined || limiter.pass(ctx.key))) {
-    return admitBreaker(ctx, noop);
+    return admitBreaker(ctx, policies, noop);
   }
-  return admitWaiting(ctx);
+  return admitWaiting(ctx, policies);
 }
 
 function waited(ctx: AdmitContext, reason: WaitReason, since: number): void {
   const duration = ctx.clock.now() - since;
-  if (duration > 0 && ctx.onWait !== undefined) ctx.onWait(reason, duration);
+  if (duration > 0) ctx.onWait(reason, duration);
 }
 
 /** The gates that may wait: a concurrency slot, then a rate-limit token, then the breaker. */
-async function admitWaiting(ctx: AdmitContext): Promise<Gate> {
-  const { policies, clock, key, request, deadline, url, refusal } = ctx;
+async function admitWaiting(ctx: AdmitContext, policies: Policies): Promise<Gate> {
+  const { clock, key, request, deadline } = ctx;
   const { concurrency, limiter } = policies;
   const signal = request.signal;
   let release = noop;
@@ -93,10 +92,10 @@ async function admitWaiting(ctx: AdmitContext): Promise<Gate> {
       if (!slot.ok) {
         const full = slot.reason === 'full';
         const what = full ? 'queue is full' : 'wait for a slot timed out';
-        const message = `${request.method} ${url()}: concurrency ${what} for ${key}`;
+        const message = `${request.method} ${ctx.url()}: concurrency ${what} for ${key}`;
         throw full
-          ? refusal('queue-full', (c) => new QueueFullError(message, c))
-          : refusal('queue-timeout', (c) => new QueueTimeoutError(message, c));
+          ? ctx.refusal('queue-full', (c) => new QueueFullError(message, c))
+          : ctx.refusal('queue-timeout', (c) => new QueueTimeoutError(message, c));
       }
       release = slot.release;
       signal?.throwIfAborted();
@@ -107,18 +106,18 @@ async function admitWaiting(ctx: AdmitContext): Promise<Gate> {
       waited(ctx, 'rate-limit', since);
       if (!token.ok) {
         const next = Math.ceil(token.retryAfter);
-        throw refusal(
+        throw ctx.refusal(
           'rate-limited',
           (c) =>
             new RateLimitedError(
-              `${request.method} ${url()}: rate limit for ${key} has no token within the deadline (next in ${next} ms)`,
+              `${request.method} ${ctx.url()}: rate limit for ${key} has no token within the deadline (next in ${next} ms)`,
               token.retryAfter,
               c,
             ),
         );
       }
     }
-    return await admitBreaker(ctx, release);
+    return await admitBreaker(ctx, policies, release);
   } catch (error) {
     release();
     throw error;
@@ -126,35 +125,30 @@ async function admitWaiting(ctx: AdmitContext): Promise<Gate> {
 }
 
 function circuitOpen(ctx: AdmitContext, retryAfter: number): Error {
-  const { request, url, key } = ctx;
+  const { request, key } = ctx;
   const next = Math.ceil(retryAfter);
   return ctx.refusal(
     'circuit-open',
     (c) =>
       new CircuitOpenError(
-        `${request.method} ${url()}: circuit open for ${key} (next probe in ${next} ms)`,
+        `${request.method} ${ctx.url()}: circuit open for ${key} (next probe in ${next} ms)`,
         retryAfter,
         c,
       ),
   );
 }
 
-function admitBreaker(ctx: AdmitContext, release: () => void): Gate | Promise<Gate> {
-  const { policies, clock, key, request, deadline } = ctx;
+function admitBreaker(
+  ctx: AdmitContext,
+  policies: Policies,
+  release: () => void,
+): Gate | Promise<Gate> {
+  const { clock, key, request, deadline } = ctx;
   const breaker = policies.breaker;
-  if (breaker === undefined) return { release, ticket: undefined };
+  if (breaker === undefined) return release === noop ? OPEN_GATE : { release, ticket: undefined };
   const remaining = deadline - clock.now();
   // Waiting is for a request that may still be retried; `retry: false` fails fast.
   const mayWait = !breaker.failFast && request.retry.attempts > 1;
-  const decide = (admission: BreakerAdmission): Gate | Promise<Gate> => {
-    if (admission.ok) return { release, ticket: admission.ticket };
-    release();
-    // Its deadline must outlast the next probe (or the next look at the verdict).
-    if (mayWait && remaining > Math.min(admission.retryAfter, breaker.probeInterval)) {
-      return waitOut(ctx, breaker, admission.retryAfter);
-    }
-    throw circuitOpen(ctx, admission.retryAfter);
-  };
   const lease = Math.min(request.timeout.attempt, remaining);
   let admission: BreakerAdmission | Promise<BreakerAdmission>;
   try {
@@ -164,17 +158,49 @@ function admitBreaker(ctx: AdmitContext, release: () => void): Gate | Promise<Ga
     throw error;
   }
   if (isPromiseLike(admission)) {
-    return admission.then(decide, (error: unknown) => {
-      release();
-      throw error;
-    });
+    return admission.then(
+      (a) => decideBreaker(ctx, policies, breaker, release, a, mayWait, remaining),
+      (error: unknown) => {
+        release();
+        throw error;
+      },
+    );
   }
-  return decide(admission);
+  return decideBreaker(ctx, policies, breaker, release, admission, mayWait, remaining);
+}
+
+/** The gate of a breaker's admission: the ticket, or a wait for the verdict, or the refusal. */
+function decideBreaker(
+  ctx: AdmitContext,
+  policies: Policies,
+  breaker: CircuitBreaker,
+  release: () => void,
+  admission: BreakerAdmission,
+  mayWait: boolean,
+  remaining: number,
+): Gate | Promise<Gate> {
+  if (admission.ok) return gateOf(release, admission.ticket);
+  release();
+  // Its deadline must outlast the next probe (or the next look at the verdict).
+  if (mayWait && remaining > Math.min(admission.retryAfter, breaker.probeInterval)) {
+    return waitOut(ctx, policies, breaker, admission.retryAfter);
+  }
+  throw circuitOpen(ctx, admission.retryAfter);
+}
+
+/** The last gate built with nothing to release: every call of a closed period shares its ticket. */
+let lastGate: Gate = OPEN_GATE;
+
+function gateOf(release: () => void, ticket: BreakerTicket): Gate {
+  if (release !== noop) return { release, ticket };
+  if (lastGate.ticket !== ticket) lastGate = Object.freeze({ release: noop, ticket });
+  return lastGate;
 }
 
 /** Waits for the circuit's verdict, then starts admission again; a wait that times out is a refusal. */
 async function waitOut(
   ctx: AdmitContext,
+  policies: Policies,
   breaker: CircuitBreaker,
   retryAfter: number,
 ): Promise<Gate> {
@@ -182,7 +208,7 @@ async function waitOut(
   const go = await breaker.wait(ctx.key, ctx.deadline - since, ctx.request.signal);
   waited(ctx, 'circuit-open', since);
   if (!go) throw circuitOpen(ctx, retryAfter);
-  return admit(ctx);
+  return admit(ctx, policies);
 }
 
 /** Tells the breaker and the rate limiter how an attempt went. Never blocks, never throws. */
@@ -209,20 +235,15 @@ export function feedback(policies: Policies, key: string, gate: Gate, o: Attempt
   if (breaker !== undefined && gate.ticket !== undefined) {
     const outcome = breakerOutcome(status, error, callerAborted);
     const ticket = gate.ticket;
-    settleQuietly(() => breaker.record(key, ticket, outcome));
+    try {
+      ignoreRejection(breaker.record(key, ticket, outcome));
+    } catch {
+      // The breaker learns on a best-effort basis.
+    }
   }
   if (limiter !== undefined && status !== undefined) {
     try {
-      const hint = {
-        sentAt,
-        ...(pacing?.remaining !== undefined && { remaining: pacing.remaining }),
-        ...((status === 429 || status === 503) &&
-          pacing?.delay !== undefined && { retryAfter: pacing.delay }),
-        // The quota is spent: the delay then is its reset (server-delay.ts reads it for remaining 0),
-        // unless a `pacing` reader told the window's reset apart.
-        ...(pacing?.remaining === 0 &&
-          (pacing.reset ?? pacing.delay) !== undefined && { reset: pacing.reset ?? pacing.delay }),
-      };
+      const hint = pacing === undefined ? { sentAt } : pacingHint(status, pacing, sentAt);
       const pending = limiter.onResponse(key, status, hint);
       if (pending !== undefined) pending.catch(noop);
     } catch {
@@ -231,12 +252,24 @@ export function feedback(policies: Policies, key: string, gate: Gate, o: Attempt
   }
 }
 
-/** Runs a fire-and-forget policy call: a failure (sync or async) is ignored. */
-export function settleQuietly(call: () => void | Promise<void>): void {
-  try {
-    const pending = call();
-    if (pending !== undefined) pending.catch(noop);
-  } catch {
-    // Policies learn on a best-effort basis; the request goes on.
-  }
+/** What the rate limiter learns from a response that carried pacing headers. */
+function pacingHint(status: number, pacing: ServerPacing, sentAt: number) {
+  return {
+    sentAt,
+    ...(pacing.remaining !== undefined && { remaining: pacing.remaining }),
+    ...((status === 429 || status === 503) &&
+      pacing.delay !== undefined && { retryAfter: pacing.delay }),
+    // The quota is spent: the delay then is its reset (server-delay.ts reads it for remaining 0),
+    // unless a `pacing` reader told the window's reset apart.
+    ...(pacing.remaining === 0 &&
+      (pacing.reset ?? pacing.delay) !== undefined && { reset: pacing.reset ?? pacing.delay }),
+  };
+}
+
+/**
+ * A fire-and-forget policy call's result: a rejection is ignored (the caller
+ * catches a synchronous throw itself, without a closure on the hot path).
+ */
+export function ignoreRejection(pending: void | Promise<void>): void {
+  if (pending !== undefined) pending.catch(noop);
 }

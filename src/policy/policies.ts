@@ -62,21 +62,105 @@ export interface Policies {
   readonly concurrency: ConcurrencyLimiter | undefined;
 }
 
-const ORIGIN = /^([a-z][a-z0-9+.-]*:)\/\/(?:[^/?#@]*@)?([^/?#]*)/i;
+/** Index of the end of the authority of `url` (its first `/`, `?` or `#` after `from`), or its length. */
+function authorityEnd(url: string, from: number): number {
+  for (let i = from; i < url.length; i++) if (isAuthorityEnd(url, i)) return i;
+  return url.length;
+}
+
+/** Index just past `scheme://` when `url` starts with an RFC 3986 scheme and `//`, else -1. */
+function schemeEnd(url: string): number {
+  const first = url.charCodeAt(0) | 0x20;
+  if (first < 0x61 || first > 0x7a) return -1; // a letter
+  for (let i = 1; i < url.length; i++) {
+    const c = url.charCodeAt(i);
+    if (c === 0x3a)
+      return url.charCodeAt(i + 1) === 0x2f && url.charCodeAt(i + 2) === 0x2f ? i + 3 : -1;
+    const l = c | 0x20;
+    // letters, digits, '+', '-', '.'
+    if (
+      !(
+        (l >= 0x61 && l <= 0x7a) ||
+        (c >= 0x30 && c <= 0x39) ||
+        c === 0x2b ||
+        c === 0x2d ||
+        c === 0x2e
+      )
+    ) {
+      return -1;
+    }
+  }
+  return -1;
+}
+
+/** The origin key of a URL whose `scheme://authority` ends at `end` (`start`: past the `//`). */
+function keyOf(url: string, start: number, end: number): string {
+  // The userinfo is everything up to the authority's first '@'.
+  const at = url.indexOf('@', start);
+  const host = at !== -1 && at < end ? at + 1 : start;
+  return `${url.slice(0, start).toLowerCase()}${url.slice(host, end).toLowerCase()}`;
+}
+
+/** Falls back to `new URL` for inputs the scan does not recognise. */
+function parsedOrigin(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}
 
 /**
  * The origin of a URL, as the policy key: scheme and host lowercased, the
  * userinfo dropped, the port kept as written. Falls back to `new URL` only
- * for inputs the fast path does not recognise.
+ * for inputs that do not start with `scheme://`.
  */
 export function originKey(request: PolicyRequest): string {
-  const m = ORIGIN.exec(request.url);
-  if (m !== null) return `${m[1]!.toLowerCase()}//${m[2]!.toLowerCase()}`;
-  try {
-    return new URL(request.url).origin;
-  } catch {
-    return request.url;
-  }
+  const url = request.url;
+  const start = schemeEnd(url);
+  if (start === -1) return parsedOrigin(url);
+  return keyOf(url, start, authorityEnd(url, start));
+}
+
+/** Origins remembered by one client's key function before it starts over. */
+const ORIGIN_CACHE_SIZE = 256;
+
+/**
+ * {@link originKey} for one client, remembered per `scheme://authority`
+ * prefix (at most {@link ORIGIN_CACHE_SIZE} of them): the same key string
+ * for every request of an origin, so the policies' maps hash it once.
+ */
+export function cachedOriginKey(): PolicyKey {
+  const cache = new Map<string, string>();
+  // The last origin seen: most clients call one, and then no scan, slice or hash is needed.
+  let lastPrefix = '';
+  let lastKey = '';
+  return (request) => {
+    const url = request.url;
+    const n = lastPrefix.length;
+    if (n > 0 && url.startsWith(lastPrefix) && (url.length === n || isAuthorityEnd(url, n))) {
+      return lastKey;
+    }
+    const start = schemeEnd(url);
+    if (start === -1) return parsedOrigin(url);
+    const end = authorityEnd(url, start);
+    const prefix = url.slice(0, end);
+    let key = cache.get(prefix);
+    if (key === undefined) {
+      key = keyOf(url, start, end);
+      if (cache.size >= ORIGIN_CACHE_SIZE) cache.clear();
+      cache.set(prefix, key);
+    }
+    lastPrefix = prefix;
+    lastKey = key;
+    return key;
+  };
+}
+
+/** Whether the character at `i` of `url` ends an authority: `/`, `?` or `#`. */
+function isAuthorityEnd(url: string, i: number): boolean {
+  const c = url.charCodeAt(i);
+  return c === 0x2f || c === 0x3f || c === 0x23;
 }
 
 /** Builds the policies once, validating every option. */
@@ -94,7 +178,7 @@ export function createPolicies(
   const rateLimit = resolveRateLimitOptions(options.rateLimit);
   const concurrency = resolveConcurrencyOptions(options.concurrency);
   return Object.freeze({
-    key: options.key ?? originKey,
+    key: options.key ?? cachedOriginKey(),
     breaker:
       breaker === false ? undefined : new CircuitBreaker(breaker, store, clock, onStateChange),
     budget: budget === false ? undefined : new RetryBudget(budget, store, clock),

@@ -8,7 +8,7 @@
 import { type Clock, noop, startTimer } from '../internal/clock.js';
 import { linkSignal } from '../internal/signals.js';
 import type { StateStore } from '../store/store.js';
-import { METER_BUCKET_MS, type Meter, meterRate, meterRecord, meterSettled } from './rate-meter.js';
+import { type Meter, meterCount, meterRate, meterSettled } from './rate-meter.js';
 import {
   type RateAcquireArgs,
   type RateAcquireResult,
@@ -253,7 +253,7 @@ export class RateLimiter {
     }
     local.responses++;
     if (refused) local.refused++;
-    else local.accepted = meterRecord(local.accepted, now);
+    else local.accepted = meterCount(local.accepted, now);
   }
 
   #enough(local: Local, now: number): boolean {
@@ -414,10 +414,7 @@ export class RateLimiter {
 
   #sent(local: Local): void {
     const now = this.#clock.now();
-    const meter = local.meter;
-    // Same bucket: count in place (this runs on every request).
-    if (meter !== undefined && now - meter[0] < METER_BUCKET_MS && now >= meter[0]) meter[1]++;
-    else local.meter = meterRecord(meter, now);
+    local.meter = meterCount(local.meter, now);
     local.lastUse = now;
   }
 

@@ -38,6 +38,18 @@ export function meterRecord(m: Meter | undefined, t: number): Meter {
 }
 
 /**
+ * {@link meterRecord} for a meter only its owner holds (a limiter's local
+ * one): an event in the current bucket is counted in place, no new array.
+ */
+export function meterCount(m: Meter | undefined, t: number): Meter {
+  if (m !== undefined && t - m[0] < METER_BUCKET_MS && t >= m[0]) {
+    m[1]++;
+    return m;
+  }
+  return meterRecord(m, t);
+}
+
+/**
  * The rate at `now`, in events per second: the average as it would be after
  * closing the bucket in progress, or, within that bucket, at least its count
  * scaled to a second (so a burst is seen before its bucket closes).

@@ -234,11 +234,35 @@ function count(value: string | undefined): number | undefined {
  * a quota at 0 with a reset says to pause before any 429.
  */
 export function hasQuotaHeaders(headers: HeaderSource): boolean {
+  if (typeof (headers as { get?: unknown }).get !== 'function') {
+    return hasQuotaRecord(headers as Readonly<Record<string, unknown>>);
+  }
   return (
     readHeader(headers, 'ratelimit') !== undefined ||
     readHeader(headers, 'x-ratelimit-remaining') !== undefined ||
     readHeader(headers, 'ratelimit-remaining') !== undefined
   );
+}
+
+/**
+ * {@link hasQuotaHeaders} for a plain record (undici's), in one pass over its
+ * names: a success usually carries none of the three, and `readHeader` would
+ * then scan every name three times. Names of another length are not looked at.
+ */
+function hasQuotaRecord(record: Readonly<Record<string, unknown>>): boolean {
+  for (const name of Object.keys(record)) {
+    const n = name.length;
+    if (n !== 9 && n !== 19 && n !== 21) continue;
+    const lower = name.toLowerCase();
+    if (
+      lower !== 'ratelimit' &&
+      lower !== 'ratelimit-remaining' &&
+      lower !== 'x-ratelimit-remaining'
+    )
+      continue;
+    if (readHeader(record as HeaderSource, name) !== undefined) return true;
+  }
+  return false;
 }
 
 /**

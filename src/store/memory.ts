@@ -35,6 +35,21 @@ interface Entry {
 }
 
 /**
+ * @internal The memory store's one shortcut, for an operation that would
+ * write back the very state it read (the breaker's closed admission):
+ * `store[TOUCH](key, state, now, ttl)` is true, having done what that
+ * operation's write would do, when `key` still holds exactly `state` (the
+ * same object: every other write stores a new one) and has not expired, or
+ * holds nothing and `state` is `undefined`. False: run the operation.
+ */
+export const TOUCH: unique symbol = Symbol('staunch.memoryStore.touch');
+
+/** @internal A store that has {@link TOUCH}. */
+export interface Touchable {
+  [TOUCH](key: string, state: Json | undefined, now: number, ttl: number): boolean;
+}
+
+/**
  * The default state store: per-key state in a `Map`, for one process. Each
  * `StoreOperation` runs synchronously inside `run`, so no other operation can
  * interleave with it: that is what makes it atomic. A key lives `ttl` ms after
@@ -73,7 +88,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     return entry.state;
   };
 
-  return {
+  const store: MemoryStore = {
     run<A extends Json, R extends Json>(
       key: string,
       op: StoreOperation<A, R>,
@@ -102,4 +117,13 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       entries.clear();
     },
   };
+  const touch: Touchable[typeof TOUCH] = (key, state, now, ttl) => {
+    const entry = entries.get(key);
+    if (entry === undefined) return state === undefined;
+    if (entry.state !== state || entry.expiresAt <= now || !(ttl > 0)) return false;
+    entry.expiresAt = now + ttl;
+    return true;
+  };
+  Object.defineProperty(store, TOUCH, { value: touch });
+  return store;
 }

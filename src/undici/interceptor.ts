@@ -147,6 +147,8 @@ class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   readonly #opts: Dispatcher.DispatchOptions;
   readonly #keyHeader: string;
   readonly resendable: (unsent: boolean) => boolean;
+  /** `Attempt.send` only listens to its signal: a token does (token.ts). */
+  readonly tokenSignal = true;
 
   constructor(
     dispatch: Dispatcher.Dispatch,

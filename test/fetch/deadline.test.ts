@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import { describe, expect, test } from 'vitest';
 import { DeadlineExceededError, isStaunchError, StaunchError } from '../../src/index.js';
 import { flush, until } from '../helpers/clock.js';
-import { client } from '../helpers/harness.js';
+import { client, settled } from '../helpers/harness.js';
 import { httpServer, type RawServer, rawServer, type TestServer } from '../helpers/server.js';
 import { closeAfterEach } from '../helpers/teardown.js';
 
@@ -31,15 +31,6 @@ function manual(options: Parameters<typeof client>[0] = {}) {
   const c = client(options, { hold: () => true });
   cleanup.defer(c.stop);
   return c;
-}
-
-function settled<T>(promise: Promise<T>) {
-  const state: { done: boolean; value?: T; error?: unknown } = { done: false };
-  promise.then(
-    (value) => Object.assign(state, { done: true, value }),
-    (error: unknown) => Object.assign(state, { done: true, error }),
-  );
-  return state;
 }
 
 describe("the caller's signal", () => {

@@ -23,3 +23,13 @@ export function client(
 export function waits(clock: FakeClock, attemptTimeout = 60_000): number[] {
   return clock.sleeps.filter((ms) => ms !== attemptTimeout);
 }
+
+/** How a promise settled, readable at any time without awaiting it. */
+export function settled<T>(promise: Promise<T>) {
+  const state: { done: boolean; value?: T; error?: unknown } = { done: false };
+  promise.then(
+    (value) => Object.assign(state, { done: true, value }),
+    (error: unknown) => Object.assign(state, { done: true, error }),
+  );
+  return state;
+}

@@ -529,3 +529,85 @@ describe('CircuitBreaker properties', () => {
     );
   });
 });
+
+describe("the memory store's closed admission, without an operation", () => {
+  const resolved = (options: BreakerOptions): ResolvedBreakerOptions => {
+    const r = resolveBreakerOptions(options);
+    if (r === false) throw new Error('unreachable');
+    return r;
+  };
+
+  it('a circuit another breaker on the same store opened is seen at the next admission', async () => {
+    const clock = fakeClock();
+    const store = memoryStore();
+    const options = resolved({ consecutiveFailures: 2 });
+    const a = new CircuitBreaker(options, store, clock);
+    const b = new CircuitBreaker(options, store, clock);
+    // b admits twice: the second comes from what it remembers of the closed circuit.
+    for (let i = 0; i < 2; i++) expect((await b.admit(KEY, 1_000)).ok).toBe(true);
+    for (let i = 0; i < 2; i++) {
+      const admission = await a.admit(KEY, 1_000);
+      if (!admission.ok) throw new Error('a should be admitted');
+      await a.record(KEY, admission.ticket, 'failure');
+    }
+    expect(await b.admit(KEY, 1_000)).toMatchObject({ ok: false });
+  });
+
+  it('a state written by hand into the store is seen at the next admission', async () => {
+    const { breaker, store, clock } = setup();
+    expect((await breaker.admit(KEY, 1_000)).ok).toBe(true);
+    expect((await breaker.admit(KEY, 1_000)).ok).toBe(true);
+    const now = clock.now();
+    store.run(
+      `breaker:${KEY}`,
+      {
+        name: 'test.open',
+        apply: () => ({
+          state: {
+            state: 'open',
+            gen: 0,
+            buckets: [],
+            streak: 0,
+            breakMs: 5_000,
+            openUntil: now + 5_000,
+            probes: [],
+            lastProbe: 0,
+          },
+          ttl: 60_000,
+          result: null,
+        }),
+      },
+      null,
+      now,
+    );
+    expect(await breaker.admit(KEY, 1_000)).toEqual({ ok: false, retryAfter: 5_000 });
+  });
+
+  it('keeps the closed state alive as the admission did: a failure streak survives neutral calls', async () => {
+    const { call, changes, clock } = setup({ consecutiveFailures: 2, window: 10_000 });
+    await call('failure');
+    // Every 5 s a neutral call (a 404): no record, but each admission extends the state's life.
+    for (let i = 0; i < 4; i++) {
+      await clock.advance(5_000);
+      await call('neutral');
+    }
+    await call('failure');
+    expect(changes).toEqual([['closed', 'open']]);
+  });
+
+  it('the same admissions, tickets and transitions as a store without the shortcut', async () => {
+    const run = async (wrap?: (s: StateStore) => StateStore) => {
+      const { call, changes, clock, store } = setup({ minimumVolume: 4, window: 1_000 }, wrap);
+      const log: unknown[] = [];
+      const outcomes = ['success', 'success', 'failure', 'neutral', 'failure', 'failure'] as const;
+      for (let i = 0; i < 24; i++) {
+        log.push(await call(outcomes[i % outcomes.length]!));
+        await clock.advance(130);
+      }
+      return { log, changes, state: store.peek(`breaker:${KEY}`, clock.now()) };
+    };
+    const direct = await run();
+    expect(direct.changes.length).toBeGreaterThan(0);
+    expect(direct).toEqual(await run(asyncStore));
+  });
+});

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { constantBackoff } from '../../src/retry/backoff.js';
 import { createAgent, retryInterceptor } from '../../src/undici/index.js';
 import { AbortToken } from '../../src/undici/token.js';
+import { fakeClock } from '../helpers/clock.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
 import { closeAfterEach, rejection } from './support.js';
 
@@ -130,6 +131,45 @@ describe('createAgent is a Dispatcher', () => {
     controller.abort(reason);
     expect(await rejection(pending)).toBe(reason);
     expect(server.received).toHaveLength(1);
+  });
+});
+
+describe("attempt 1's signal is a token: aborts still reach undici", () => {
+  it("the caller's abort while attempt 1 waits for its headers rejects with its reason and frees the socket", async () => {
+    let closed = 0;
+    const server = await serve((req) => {
+      req.socket.on('close', () => closed++);
+    });
+    const agent = open.add(createAgent({ retry: fast }));
+    const controller = new AbortController();
+    const reason = new Error('caller gave up');
+    const pending = request(server.url, { dispatcher: agent, signal: controller.signal });
+    await server.seen(1);
+    controller.abort(reason);
+    expect(await rejection(pending)).toBe(reason);
+    await new Promise<void>((resolve) => {
+      const check = (): void => (closed === 1 ? resolve() : void setImmediate(check));
+      check();
+    });
+    expect(server.received).toHaveLength(1);
+  });
+
+  it("attempt 1's deadline aborts its dispatch, and attempt 2 goes", async () => {
+    let calls = 0;
+    const server = await serve((_req, res) => {
+      calls++;
+      if (calls > 1) res.end('ok');
+    });
+    const clock = fakeClock();
+    const agent = open.add(createAgent({ clock, retry: fast, timeout: { attempt: 5_000 } }));
+    const pending = request(server.url, { dispatcher: agent });
+    await server.seen(1);
+    expect(clock.pending()).toEqual([5_000]);
+    await clock.advance(5_000);
+    const res = await pending;
+    expect(res.statusCode).toBe(200);
+    expect(await res.body.text()).toBe('ok');
+    expect(server.received).toHaveLength(2);
   });
 });
 

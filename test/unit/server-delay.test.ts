@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   type HeaderSource,
+  hasQuotaHeaders,
   MAX_DELAY,
   parseHttpDate,
   parseRetryAfter,
@@ -192,6 +193,38 @@ describe('readHeader', () => {
   it('does not read inherited properties', () => {
     expect(readHeader({}, 'constructor')).toBeUndefined();
     expect(readHeader({}, 'toString')).toBeUndefined();
+  });
+});
+
+describe('hasQuotaHeaders', () => {
+  const names = ['RateLimit', 'X-RateLimit-Remaining', 'RateLimit-Remaining'];
+
+  it('finds each quota header in a record, in any case, among others', () => {
+    for (const name of names) {
+      for (const key of [name, name.toLowerCase(), name.toUpperCase()]) {
+        expect(hasQuotaHeaders({ 'content-type': 'text/plain', [key]: '5', date: 'x' })).toBe(true);
+        expect(hasQuotaHeaders(new Headers({ [key]: '5' }))).toBe(true);
+      }
+    }
+  });
+
+  it('takes an array value and ignores a value that is no header', () => {
+    expect(hasQuotaHeaders({ 'x-ratelimit-remaining': ['5'] })).toBe(true);
+    expect(hasQuotaHeaders({ ratelimit: 5 } as never)).toBe(false);
+    expect(hasQuotaHeaders({ 'ratelimit-remaining': undefined })).toBe(false);
+  });
+
+  it('is false without one, whatever else there is (same-length names too)', () => {
+    expect(hasQuotaHeaders({})).toBe(false);
+    expect(hasQuotaHeaders(new Headers({ 'content-type': 'text/plain' }))).toBe(false);
+    expect(
+      hasQuotaHeaders({
+        ratelimis: '1',
+        'ratelimit-remainind': '1',
+        'x-ratelimit-remainint': '1',
+        'x-ratelimit-limit': '10',
+      }),
+    ).toBe(false);
   });
 });
 
