@@ -69,9 +69,55 @@ export interface AdmitContext {
 export function admit(ctx: AdmitContext): Gate | Promise<Gate> {
   const { concurrency, limiter } = ctx.policies;
   if (concurrency === undefined && (limiter === undefined || limiter.pass(ctx.key))) {
-    return admitBreaker(ctx, noop);
+    const hold = askHold(ctx);
+    if (hold === 0) return admitBreaker(ctx, noop);
+    return admitWaiting(ctx, hold);
   }
   return admitWaiting(ctx);
+}
+
+/** What the `hold` hook asks of this attempt: ms > 0, else 0. */
+function askHold(ctx: AdmitContext): number {
+  const hook = ctx.policies.hold;
+  if (hook === undefined) return 0;
+  const { request, key } = ctx;
+  let ms: unknown;
+  try {
+    ms = hook(
+      { method: request.method, url: request.url, body: request.body, key },
+      ctx.clock.now(),
+    );
+  } catch {
+    return 0;
+  }
+  return typeof ms === 'number' && ms > 0 && Number.isFinite(ms) ? Math.ceil(ms) : 0;
+}
+
+/**
+ * Waits out the `hold` hook's answers (`first`, already asked, or a new
+ * one), within the deadline: a hold past it is a `RateLimitedError`.
+ */
+async function holdOut(ctx: AdmitContext, first: number): Promise<void> {
+  const { clock, deadline, request, url, key, refusal } = ctx;
+  const since = clock.now();
+  try {
+    for (let ms = first; ms > 0; ms = askHold(ctx)) {
+      if (ms > deadline - clock.now()) {
+        throw refusal(
+          'rate-limited',
+          (c) =>
+            new RateLimitedError(
+              `${request.method} ${url()}: held for ${key} past the deadline (${ms} ms)`,
+              ms,
+              c,
+            ),
+        );
+      }
+      await clock.sleep(ms, request.signal);
+    }
+  } finally {
+    waited(ctx, 'rate-limit', since);
+  }
 }
 
 function waited(ctx: AdmitContext, reason: WaitReason, since: number): void {
@@ -79,8 +125,12 @@ function waited(ctx: AdmitContext, reason: WaitReason, since: number): void {
   if (duration > 0 && ctx.onWait !== undefined) ctx.onWait(reason, duration);
 }
 
-/** The gates that may wait: a concurrency slot, then a rate-limit token, then the breaker. */
-async function admitWaiting(ctx: AdmitContext): Promise<Gate> {
+/**
+ * The gates that may wait: a concurrency slot, then a rate-limit token and
+ * the `hold` hook, then the breaker. `held`: the limiter already passed and
+ * the hook answered this.
+ */
+async function admitWaiting(ctx: AdmitContext, held?: number): Promise<Gate> {
   const { policies, clock, key, request, deadline, url, refusal } = ctx;
   const { concurrency, limiter } = policies;
   const signal = request.signal;
@@ -101,7 +151,7 @@ async function admitWaiting(ctx: AdmitContext): Promise<Gate> {
       release = slot.release;
       signal?.throwIfAborted();
     }
-    if (limiter !== undefined && !limiter.pass(key)) {
+    if (held === undefined && limiter !== undefined && !limiter.pass(key)) {
       const since = clock.now();
       const token = await limiter.acquire(key, deadline - since, signal);
       waited(ctx, 'rate-limit', since);
@@ -118,6 +168,8 @@ async function admitWaiting(ctx: AdmitContext): Promise<Gate> {
         );
       }
     }
+    const hold = held ?? askHold(ctx);
+    if (hold > 0) await holdOut(ctx, hold);
     return await admitBreaker(ctx, release);
   } catch (error) {
     release();
