@@ -124,6 +124,8 @@ export interface TokenPacing {
   readonly hold: HoldHook;
   /** Wraps the transport: claims reservations, reads the windows off each response. */
   readonly track: (transport: FetchLike) => FetchLike;
+  /** Keys with state (a bound: idle ones are forgotten past 1024). */
+  readonly size: () => number;
 }
 
 /** Token pacing per key; `keyOf` must be the key the `hold` hook's request is given. */
@@ -154,19 +156,16 @@ export function tokenPacing(
   const stateOf = (key: string): KeyTokens => {
     let state = keys.get(key);
     if (state === undefined) {
+      if (keys.size >= MAX_KEYS) forgetIdle(keys, clock.now());
       state = { seen: 0, windows: {}, flights: [] };
       keys.set(key, state);
     }
     return state;
   };
-  /** The estimates in flight since the windows were seen; drops lapsed reservations. */
-  const inFlight = (state: KeyTokens, now: number, dimension: TokenDimension): number => {
+  /** The estimates in flight since the windows were seen. */
+  const inFlight = (state: KeyTokens, dimension: TokenDimension): number => {
     let sum = 0;
-    for (let i = state.flights.length - 1; i >= 0; i--) {
-      const f = state.flights[i]!;
-      if (!f.claimed && now - f.at >= CLAIM_MS) state.flights.splice(i, 1);
-      else if (f.seq > state.seen) sum += cost(f.estimate, dimension);
-    }
+    for (const f of state.flights) if (f.seq > state.seen) sum += cost(f.estimate, dimension);
     return sum;
   };
 
@@ -174,6 +173,7 @@ export function tokenPacing(
     const e = estimateOf(request.body);
     if (e === undefined) return 0;
     const state = stateOf(keyOf(request));
+    dropLapsed(state, now);
     let wait = 0;
     for (const dimension of TOKEN_DIMENSIONS) {
       const w = state.windows[dimension];
@@ -181,8 +181,7 @@ export function tokenPacing(
       const need = cost(e, dimension);
       // A request larger than the whole window never fits: the provider decides.
       if (need === 0 || (w.limit !== undefined && need > w.limit)) continue;
-      if (need + inFlight(state, now, dimension) > w.remaining)
-        wait = Math.max(wait, w.until - now);
+      if (need + inFlight(state, dimension) > w.remaining) wait = Math.max(wait, w.until - now);
     }
     if (wait > 0) return wait;
     state.flights.push({ seq: ++seq, estimate: e, at: now, claimed: false });
@@ -218,7 +217,26 @@ export function tokenPacing(
         if (i >= 0) state.flights.splice(i, 1);
       }
     };
-  return { hold, track };
+  return { hold, track, size: () => keys.size };
+}
+
+/** Keys kept before the idle ones (nothing in flight, every window reset) are forgotten. */
+const MAX_KEYS = 1024;
+
+/** Drops the reservations the transport did not claim within {@link CLAIM_MS}. */
+function dropLapsed(state: KeyTokens, now: number): void {
+  for (let i = state.flights.length - 1; i >= 0; i--) {
+    const f = state.flights[i]!;
+    if (!f.claimed && now - f.at >= CLAIM_MS) state.flights.splice(i, 1);
+  }
+}
+
+function forgetIdle(keys: Map<string, KeyTokens>, now: number): void {
+  for (const [key, state] of keys) {
+    dropLapsed(state, now);
+    const live = Object.values(state.windows).some((w) => w !== undefined && w.until > now);
+    if (state.flights.length === 0 && !live) keys.delete(key);
+  }
 }
 
 /** The token windows a response states: remaining and a reset, per dimension. */

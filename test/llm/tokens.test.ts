@@ -9,7 +9,9 @@ import OpenAI, { APIUserAbortError } from 'openai';
 import { describe, expect, test } from 'vitest';
 import { createFetch, RateLimitedError } from '../../src/index.js';
 import { estimateTokens, llm } from '../../src/llm/index.js';
-import { flush, until } from '../helpers/clock.js';
+import { modelKey } from '../../src/llm/llm.js';
+import { tokenPacing } from '../../src/llm/tokens.js';
+import { fakeClock, flush, until } from '../helpers/clock.js';
 import { closeAfterEach } from '../helpers/teardown.js';
 import {
   type Answer,
@@ -278,6 +280,29 @@ describe('the tokens window holds a request that does not fit', () => {
       new TypeError('hold must be a function, got 5'),
     );
   });
+});
+
+test('idle keys are forgotten past 1024; a key with a request in flight is kept', () => {
+  const clock = fakeClock();
+  const pacing = tokenPacing(estimateTokens, modelKey, clock);
+  const ask = (model: string) =>
+    pacing.hold(
+      {
+        method: 'POST',
+        url: 'https://api.test',
+        body: JSON.stringify({ model, input: 'hi' }),
+        key: '',
+      },
+      clock.now(),
+    );
+  ask('kept');
+  for (let i = 0; i < 1023; i++) ask(`m${i}`);
+  expect(pacing.size()).toBe(1024);
+  // The reservations made by hold lapse after CLAIM_MS; 'kept' is re-reserved just before.
+  clock.advance(2000);
+  ask('kept');
+  ask('one more');
+  expect(pacing.size()).toBe(2);
 });
 
 describe('@anthropic-ai/sdk: input and output tokens apart', () => {
