@@ -74,6 +74,7 @@ export const CLIENT_KEYS: readonly string[] = Object.freeze([
   'key',
   'classify',
   'pacing',
+  'hold',
 ]);
 
 const LISTENER_KEYS = [

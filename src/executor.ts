@@ -193,7 +193,8 @@ export class Executor {
     this.#random = options.random;
     this.#on = options.on;
     const p = options.policies;
-    this.#policies = p && (p.breaker || p.budget || p.limiter || p.concurrency) ? p : undefined;
+    this.#policies =
+      p && (p.breaker || p.budget || p.limiter || p.concurrency || p.hold) ? p : undefined;
   }
 
   /** Runs `request` through `exchange` until it succeeds, gives up or runs out of time. */

@@ -15,3 +15,5 @@ export type { ErrorKind, RateLimitKind } from './kinds.js';
 export { QUOTA_CODES, readErrorKind } from './kinds.js';
 export type { LlmOptions } from './llm.js';
 export { LLM_STATUSES, llm, modelKey, RETRY_COUNT_HEADER } from './llm.js';
+export type { TokenEstimate, TokenEstimator } from './tokens.js';
+export { estimateTokens } from './tokens.js';

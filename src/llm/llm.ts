@@ -3,8 +3,9 @@
  * OpenAI, OpenAI-compatible gateways), to hand an SDK whose own retries are
  * off. Only generic core hooks are used: `classify` (which statuses a POST
  * may retry, spent quotas, 429 kinds), `pacing` (the providers' rate-limit
- * headers), `key` (per model), `retryCountHeader` (one retry layer), and a
- * wrapped transport (first stream event, 429 bodies, idle streams).
+ * headers), `hold` (tokens), `key` (per model), `retryCountHeader` (one
+ * retry layer), and a wrapped transport (first stream event, 429 bodies,
+ * idle streams, the tokens in flight).
  * See docs/llm.md.
  */
 import type { FetchLike, StaunchOptions } from '../fetch.js';
@@ -21,6 +22,7 @@ import type { StatusClassifier } from '../retry/classify.js';
 import { MAX_DELAY, type PacingReader, readHeader } from '../retry/server-delay.js';
 import { readProviderRateLimits, spentWindow } from './headers.js';
 import { modelOf, spentKind } from './kinds.js';
+import { estimateTokens, type TokenEstimator, tokenPacing } from './tokens.js';
 import { providerTransport } from './transport.js';
 
 /** Options of {@link llm}. Durations in ms. */
@@ -45,6 +47,13 @@ export interface LlmOptions {
   retryMaybeSent?: boolean;
   /** Breaker, budget and limiter state per origin and model (the JSON body's `model`); `false`: per origin. @default true */
   perModel?: boolean;
+  /**
+   * A request's tokens, from its string body, for holding it until the
+   * provider's tokens window resets when it does not fit (docs/llm.md,
+   * "Tokens"); `false`: tokens are not paced ahead.
+   * @default {@link estimateTokens} (text characters ÷ 4, plus the output cap)
+   */
+  estimateTokens?: TokenEstimator | false;
   /** Time source for the idle timeout, and for the client (passed on as `clock`). @default systemClock */
   clock?: Clock;
 }
@@ -70,6 +79,7 @@ const KEYS = [
   'idleTimeout',
   'retryMaybeSent',
   'perModel',
+  'estimateTokens',
   'clock',
 ] as const;
 
@@ -130,6 +140,12 @@ export function llm(options: LlmOptions = {}): StaunchOptions {
           });
   const retryMaybeSent = checkBoolean('llm.retryMaybeSent', o.retryMaybeSent, false);
   const perModel = checkBoolean('llm.perModel', o.perModel, true);
+  const estimator = o.estimateTokens ?? estimateTokens;
+  if (estimator !== false && typeof estimator !== 'function') {
+    throw new TypeError(
+      `llm.estimateTokens must be a function or false, got ${describe(o.estimateTokens)}`,
+    );
+  }
   let clock: Clock | undefined;
   try {
     clock = checkClock(o.clock);
@@ -142,6 +158,8 @@ export function llm(options: LlmOptions = {}): StaunchOptions {
   const base: FetchLike = o.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const time = clock ?? systemClock;
   const transport = providerTransport(base, idle, time);
+  const tokens =
+    estimator === false ? undefined : tokenPacing(estimator, perModel ? modelKey : originKey, time);
 
   const classify: StatusClassifier = ({ status, headers, scope }) => {
     const said = status === 429 ? transport.kindOf(headers) : undefined;
@@ -167,7 +185,8 @@ export function llm(options: LlmOptions = {}): StaunchOptions {
 
   const methods = retryMaybeSent ? [...DEFAULT_METHODS, 'POST'] : [...DEFAULT_METHODS];
   return {
-    fetch: transport.fetch,
+    fetch: tokens === undefined ? transport.fetch : tokens.track(transport.fetch),
+    ...(tokens !== undefined && { hold: tokens.hold }),
     retry: { attempts, methods, statuses: [...LLM_STATUSES] },
     timeout,
     retryCountHeader: RETRY_COUNT_HEADER,

@@ -68,9 +68,55 @@ export interface AdmitContext {
 export function admit(ctx: AdmitContext, policies: Policies): Gate | Promise<Gate> {
   const { concurrency, limiter } = policies;
   if (concurrency === undefined && (limiter === undefined || limiter.pass(ctx.key))) {
-    return admitBreaker(ctx, policies, noop);
+    const hold = askHold(ctx, policies);
+    if (hold === 0) return admitBreaker(ctx, policies, noop);
+    return admitWaiting(ctx, policies, hold);
   }
   return admitWaiting(ctx, policies);
+}
+
+/** What the `hold` hook asks of this attempt: ms > 0, else 0. */
+function askHold(ctx: AdmitContext, policies: Policies): number {
+  const hook = policies.hold;
+  if (hook === undefined) return 0;
+  const { request, key } = ctx;
+  let ms: unknown;
+  try {
+    ms = hook(
+      { method: request.method, url: request.url, body: request.body, key },
+      ctx.clock.now(),
+    );
+  } catch {
+    return 0;
+  }
+  return typeof ms === 'number' && ms > 0 && Number.isFinite(ms) ? Math.ceil(ms) : 0;
+}
+
+/**
+ * Waits out the `hold` hook's answers (`first`, already asked, or a new
+ * one), within the deadline: a hold past it is a `RateLimitedError`.
+ */
+async function holdOut(ctx: AdmitContext, policies: Policies, first: number): Promise<void> {
+  const { clock, deadline, request, key } = ctx;
+  const since = clock.now();
+  try {
+    for (let ms = first; ms > 0; ms = askHold(ctx, policies)) {
+      if (ms > deadline - clock.now()) {
+        throw ctx.refusal(
+          'rate-limited',
+          (c) =>
+            new RateLimitedError(
+              `${request.method} ${ctx.url()}: held for ${key} past the deadline (${ms} ms)`,
+              ms,
+              c,
+            ),
+        );
+      }
+      await clock.sleep(ms, request.signal);
+    }
+  } finally {
+    waited(ctx, 'rate-limit', since);
+  }
 }
 
 function waited(ctx: AdmitContext, reason: WaitReason, since: number): void {
@@ -78,8 +124,12 @@ function waited(ctx: AdmitContext, reason: WaitReason, since: number): void {
   if (duration > 0) ctx.onWait(reason, duration);
 }
 
-/** The gates that may wait: a concurrency slot, then a rate-limit token, then the breaker. */
-async function admitWaiting(ctx: AdmitContext, policies: Policies): Promise<Gate> {
+/**
+ * The gates that may wait: a concurrency slot, then a rate-limit token and
+ * the `hold` hook, then the breaker. `held`: the limiter already passed and
+ * the hook answered this.
+ */
+async function admitWaiting(ctx: AdmitContext, policies: Policies, held?: number): Promise<Gate> {
   const { clock, key, request, deadline } = ctx;
   const { concurrency, limiter } = policies;
   const signal = request.signal;
@@ -100,7 +150,7 @@ async function admitWaiting(ctx: AdmitContext, policies: Policies): Promise<Gate
       release = slot.release;
       signal?.throwIfAborted();
     }
-    if (limiter !== undefined && !limiter.pass(key)) {
+    if (held === undefined && limiter !== undefined && !limiter.pass(key)) {
       const since = clock.now();
       const token = await limiter.acquire(key, deadline - since, signal);
       waited(ctx, 'rate-limit', since);
@@ -117,6 +167,8 @@ async function admitWaiting(ctx: AdmitContext, policies: Policies): Promise<Gate
         );
       }
     }
+    const hold = held ?? askHold(ctx, policies);
+    if (hold > 0) await holdOut(ctx, policies, hold);
     return await admitBreaker(ctx, policies, release);
   } catch (error) {
     release();

@@ -51,7 +51,28 @@ export interface PolicyOptions {
   store?: StateStore;
   /** The policy key of a request. @default its origin (`https://api.example.com:443`) */
   key?: PolicyKey;
+  /**
+   * How long an attempt must wait before it is sent, in ms (a provider's
+   * window too spent for a request of this size); `0` or `undefined`: go.
+   * Asked after the rate limiter, and again after each wait.
+   * @default none
+   */
+  hold?: HoldHook;
 }
+
+/** What a {@link HoldHook} is asked about: the request and its policy key. */
+export interface HoldRequest extends PolicyRequest {
+  readonly key: string;
+}
+
+/**
+ * The `hold` option: ms the attempt must wait before it is sent, given the
+ * clock's `now`. The wait is a `wait` event (`reason: 'rate-limit'`), within
+ * the deadline (a longer hold is a `RateLimitedError`) and under the caller's
+ * signal. A hook that throws, or answers anything but a finite number > 0,
+ * holds nothing.
+ */
+export type HoldHook = (request: HoldRequest, now: number) => number | undefined;
 
 /** The policies of one client; absent ones are off. */
 export interface Policies {
@@ -60,6 +81,7 @@ export interface Policies {
   readonly budget: RetryBudget | undefined;
   readonly limiter: RateLimiter | undefined;
   readonly concurrency: ConcurrencyLimiter | undefined;
+  readonly hold: HoldHook | undefined;
 }
 
 /** Index of the end of the authority of `url` (its first `/`, `?` or `#` after `from`), or its length. */
@@ -173,6 +195,9 @@ export function createPolicies(
   if (options.key !== undefined && typeof options.key !== 'function') {
     throw new TypeError(`key must be a function (request) => string, got ${describe(options.key)}`);
   }
+  if (options.hold !== undefined && typeof options.hold !== 'function') {
+    throw new TypeError(`hold must be a function, got ${describe(options.hold)}`);
+  }
   const breaker = resolveBreakerOptions(options.breaker);
   const budget = resolveBudgetOptions(options.budget);
   const rateLimit = resolveRateLimitOptions(options.rateLimit);
@@ -184,5 +209,6 @@ export function createPolicies(
     budget: budget === false ? undefined : new RetryBudget(budget, store, clock),
     limiter: rateLimit === false ? undefined : new RateLimiter(rateLimit, store, clock),
     concurrency: concurrency === false ? undefined : new ConcurrencyLimiter(concurrency, clock),
+    hold: options.hold,
   });
 }

@@ -1,8 +1,9 @@
 /**
  * The generic hooks of the core that staunch/llm is built on: `classify`
  * (the retry table refined per response, a `kind` on the events), `pacing`
- * (rate-limit headers beyond the standard ones), `retryCountHeader` (one
- * retry layer) and the string body in the policy key's request.
+ * (rate-limit headers beyond the standard ones), `hold` (a wait before an
+ * attempt), `retryCountHeader` (one retry layer) and the string body in the
+ * policy key's request.
  */
 import { describe, expect, test } from 'vitest';
 import {
@@ -11,7 +12,9 @@ import {
   type GiveUpEvent,
   type OuterRetryEvent,
   type PolicyRequest,
+  RateLimitedError,
   type RetryEvent,
+  type WaitEvent,
 } from '../../src/index.js';
 import { fakeClock, flush, until } from '../helpers/clock.js';
 import { client } from '../helpers/harness.js';
@@ -196,8 +199,93 @@ describe('retryCountHeader', () => {
   });
 });
 
+describe('hold', () => {
+  test('its answer is waited out as a rate-limit wait, then it is asked again', async () => {
+    const server = await answers([200]);
+    const clock = fakeClock();
+    const asked: { key: string; body: string | undefined; now: number }[] = [];
+    const answers_ = [5000, 0];
+    const waits: WaitEvent[] = [];
+    const fetch = createFetch({
+      clock,
+      rateLimit: false,
+      breaker: false,
+      budget: false,
+      hold: ({ key, body }, now) => {
+        asked.push({ key, body, now });
+        return answers_.shift();
+      },
+      on: { wait: (e) => waits.push(e) },
+    });
+    const call = fetch(server.url, { method: 'POST', body: 'abc' });
+    await until(() => clock.pending().includes(5000));
+    await flush();
+    expect(server.received).toHaveLength(0);
+    await clock.advance(5000);
+    await call;
+    expect(server.received).toHaveLength(1);
+    const start = asked[0]!.now;
+    expect(asked).toEqual([
+      { key: new URL(server.url).origin, body: 'abc', now: start },
+      { key: new URL(server.url).origin, body: 'abc', now: start + 5000 },
+    ]);
+    expect(waits).toMatchObject([{ reason: 'rate-limit', duration: 5000, attempt: 1 }]);
+  });
+
+  test.each([
+    ['0', () => 0],
+    ['NaN', () => Number.NaN],
+    ['-5', () => -5],
+    ['Infinity', () => Number.POSITIVE_INFINITY],
+    ['a string', () => '100' as never],
+    [
+      'a throw',
+      () => {
+        throw new Error('no');
+      },
+    ],
+  ])('%s holds nothing', async (_name, hold) => {
+    const server = await answers([200]);
+    const clock = fakeClock();
+    const fetch = createFetch({ clock, hold });
+    await fetch(server.url);
+    expect(server.received).toHaveLength(1);
+    expect(clock.sleeps.filter((ms) => ms !== 60_000)).toEqual([]);
+  });
+
+  test('a hold past the deadline is a RateLimitedError at once', async () => {
+    const server = await answers([200]);
+    const clock = fakeClock();
+    const giveUps: GiveUpEvent[] = [];
+    const fetch = createFetch({
+      clock,
+      timeout: { total: 1000, attempt: false },
+      hold: () => 1001,
+      on: { giveUp: (e) => giveUps.push(e) },
+    });
+    const error = await fetch(server.url).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RateLimitedError);
+    expect((error as RateLimitedError).retryAfter).toBe(1001);
+    expect(clock.sleeps).toEqual([]);
+    expect(server.received).toHaveLength(0);
+    expect(giveUps).toMatchObject([{ reason: 'rate-limited', attempts: 0 }]);
+  });
+
+  test("the caller's abort ends the hold", async () => {
+    const server = await answers([200]);
+    const clock = fakeClock();
+    const fetch = createFetch({ clock, hold: () => 10_000 });
+    const controller = new AbortController();
+    const call = fetch(server.url, { signal: controller.signal }).catch((e: unknown) => e);
+    await until(() => clock.pending().includes(10_000));
+    controller.abort(new Error('stop'));
+    expect(await call).toMatchObject({ message: 'stop' });
+    expect(server.received).toHaveLength(0);
+  });
+});
+
 describe('hook options are validated', () => {
-  test.each(['classify', 'pacing'])('%s must be a function', (name) => {
+  test.each(['classify', 'pacing', 'hold'])('%s must be a function', (name) => {
     expect(() => createFetch({ [name]: 'x' })).toThrow(
       new TypeError(`${name} must be a function, got "x"`),
     );

@@ -10,22 +10,21 @@ import { llm } from '../../src/llm/index.js';
 import { EventStreamError } from '../../src/sse/index.js';
 import { flush, until } from '../helpers/clock.js';
 import { closeAfterEach } from '../helpers/teardown.js';
-import { harness, held, json, named, noSecret, provider, SECRET, sse } from './provider.js';
+import {
+  harness,
+  held,
+  json,
+  message,
+  named,
+  noSecret,
+  provider,
+  SECRET,
+  sse,
+} from './provider.js';
 
 const open = closeAfterEach();
 
 const MODEL = 'claude-test';
-
-const message = (text = 'hello') => ({
-  id: 'msg_1',
-  type: 'message',
-  role: 'assistant',
-  content: [{ type: 'text', text }],
-  model: MODEL,
-  stop_reason: 'end_turn',
-  stop_sequence: null,
-  usage: { input_tokens: 1, output_tokens: 1 },
-});
 
 const start = [
   {

@@ -19,7 +19,7 @@ describe('options', () => {
     [
       { attemps: 3 },
       TypeError,
-      'llm.attemps is not an option (expected one of: fetch, attempts, timeout, idleTimeout, retryMaybeSent, perModel, clock)',
+      'llm.attemps is not an option (expected one of: fetch, attempts, timeout, idleTimeout, retryMaybeSent, perModel, estimateTokens, clock)',
     ],
     [{ attempts: 0 }, RangeError, 'llm.attempts'],
     [{ attempts: '3' }, TypeError, 'llm.attempts'],
@@ -202,6 +202,7 @@ test('staunch/llm exports (each documented in docs/llm.md)', async () => {
       'LLM_STATUSES',
       'QUOTA_CODES',
       'RETRY_COUNT_HEADER',
+      'estimateTokens',
       'llm',
       'modelKey',
       'parseGoDuration',

@@ -11,6 +11,7 @@ import { EventStreamError } from '../../src/sse/index.js';
 import { flush, until } from '../helpers/clock.js';
 import { closeAfterEach } from '../helpers/teardown.js';
 import {
+  completion,
   type Harness,
   harness,
   held,
@@ -24,21 +25,6 @@ import {
 } from './provider.js';
 
 const open = closeAfterEach();
-
-const completion = (text = 'hello') => ({
-  id: 'chatcmpl-1',
-  object: 'chat.completion',
-  created: 1,
-  model: 'gpt-test',
-  choices: [
-    {
-      index: 0,
-      message: { role: 'assistant', content: text },
-      finish_reason: 'stop',
-      logprobs: null,
-    },
-  ],
-});
 
 const chunk = (content: string) => ({
   id: 'chatcmpl-1',

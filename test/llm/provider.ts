@@ -14,6 +14,34 @@ export const SECRET = 'sk-sentinel-0d9f8e7c6b5a';
 
 export type Answer = (res: ServerResponse) => void;
 
+/** An OpenAI chat completion saying `text`. */
+export const completion = (text = 'hello', model = 'gpt-test') => ({
+  id: 'chatcmpl-1',
+  object: 'chat.completion',
+  created: 1,
+  model,
+  choices: [
+    {
+      index: 0,
+      message: { role: 'assistant', content: text },
+      finish_reason: 'stop',
+      logprobs: null,
+    },
+  ],
+});
+
+/** An Anthropic message saying `text`. */
+export const message = (text = 'hello', model = 'claude-test') => ({
+  id: 'msg_1',
+  type: 'message',
+  role: 'assistant',
+  content: [{ type: 'text', text }],
+  model,
+  stop_reason: 'end_turn',
+  stop_sequence: null,
+  usage: { input_tokens: 1, output_tokens: 1 },
+});
+
 /** A JSON answer. */
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): Answer {
   return (res) => {
