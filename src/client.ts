@@ -7,7 +7,7 @@
 import { emit, type StaunchListeners } from './events.js';
 import { Executor } from './executor.js';
 import { type Clock, type Random, systemClock } from './internal/clock.js';
-import { checkObject, describe } from './internal/validate.js';
+import { checkObject, describe, keysOf } from './internal/validate.js';
 import {
   checkClock,
   checkRandom,
@@ -58,8 +58,8 @@ export interface ClientOptions extends PolicyOptions {
   pacing?: PacingReader;
 }
 
-/** The keys of {@link ClientOptions}. */
-export const CLIENT_KEYS: readonly string[] = Object.freeze([
+/** The keys of {@link ClientOptions} (checked against the type: internal/validate.ts `keysOf`). */
+export const CLIENT_KEYS: readonly string[] = keysOf<ClientOptions>()([
   'retry',
   'timeout',
   'idempotency',
@@ -77,7 +77,7 @@ export const CLIENT_KEYS: readonly string[] = Object.freeze([
   'hold',
 ]);
 
-const LISTENER_KEYS = [
+const LISTENER_KEYS = keysOf<StaunchListeners>()([
   'attemptStart',
   'attempt',
   'retry',
@@ -88,7 +88,7 @@ const LISTENER_KEYS = [
   'storeDegraded',
   'storeRecovered',
   'outerRetry',
-] as const;
+]);
 
 /**
  * @internal What an adapter runs requests with: the client's options,

@@ -11,7 +11,7 @@ import type { Exchange, LogicalRequest } from './executor.js';
 import { noop, type Random } from './internal/clock.js';
 import { DRAIN_LIMIT } from './internal/limits.js';
 import { collectSecrets, redactUrl } from './internal/redact.js';
-import { checkObject, describe } from './internal/validate.js';
+import { checkObject, describe, keysOf } from './internal/validate.js';
 import { checkHeaderName } from './options.js';
 import { describeReplay } from './replay.js';
 import {
@@ -76,7 +76,10 @@ export type StaunchFetch = (
   init?: StaunchRequestInit,
 ) => Promise<Response>;
 
-const OPTION_KEYS: readonly string[] = ['fetch', 'resume', 'retryCountHeader', ...CLIENT_KEYS];
+const OPTION_KEYS: readonly string[] = [
+  ...keysOf<Omit<StaunchOptions, keyof ClientOptions>>()(['fetch', 'resume', 'retryCountHeader']),
+  ...CLIENT_KEYS,
+];
 
 /** Bytes of a failed response read so that its connection can be reused; past that it is cancelled. */
 

@@ -5,7 +5,7 @@
  * merge of per-request overrides, and only when a request carries them.
  */
 import type { Clock, Random } from './internal/clock.js';
-import { checkNumber, checkObject, describe } from './internal/validate.js';
+import { checkNumber, checkObject, describe, keysOf } from './internal/validate.js';
 import { type Backoff, exponentialBackoff } from './retry/backoff.js';
 import { MAX_DELAY } from './retry/server-delay.js';
 
@@ -73,7 +73,13 @@ export const DEFAULT_STATUSES: readonly number[] = Object.freeze([
   408, 429, 500, 502, 503, 504, 529,
 ]);
 
-const RETRY_KEYS = ['attempts', 'methods', 'statuses', 'backoff', 'maxRetryAfter'] as const;
+const RETRY_KEYS = keysOf<RetryOptions>()([
+  'attempts',
+  'methods',
+  'statuses',
+  'backoff',
+  'maxRetryAfter',
+]);
 
 export const DEFAULT_RETRY: ResolvedRetryOptions = Object.freeze({
   attempts: 3,

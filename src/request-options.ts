@@ -3,7 +3,7 @@
  * (createFetch, the undici interceptor): one reading of `staunch: { retry,
  * timeout, idempotencyKey }`, one rule for when a request may be sent again.
  */
-import { checkObject, describe } from './internal/validate.js';
+import { checkObject, describe, keysOf } from './internal/validate.js';
 import {
   type ResolvedIdempotencyOptions,
   type ResolvedRetryOptions,
@@ -24,7 +24,7 @@ export interface StaunchRequestOptions {
   idempotencyKey?: string | undefined;
 }
 
-const REQUEST_KEYS: readonly string[] = ['retry', 'timeout', 'idempotencyKey'];
+const REQUEST_KEYS = keysOf<StaunchRequestOptions>()(['retry', 'timeout', 'idempotencyKey']);
 
 /** What one request runs with: the client's options, overridden where the request says. */
 export interface RequestSettings {

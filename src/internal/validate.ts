@@ -31,6 +31,25 @@ function isOptionsObject(value: unknown): value is object {
   );
 }
 
+/**
+ * The keys of an options type as a runtime list, checked against the type at
+ * compile time: a key the type has and the list lacks, or one the list has
+ * and the type lacks, is a type error. So the type is the one declaration and
+ * the list that `checkObject` validates with cannot drift from it.
+ *
+ * @example const RETRY_KEYS = keysOf<RetryOptions>()(['attempts', 'methods']);
+ */
+export function keysOf<T extends object>() {
+  return <const K extends readonly (keyof T & string)[]>(
+    keys: K & (Exclude<keyof T & string, K[number]> extends never ? unknown : MissingKeys<T, K>),
+  ): readonly (keyof T & string)[] => Object.freeze([...keys]);
+}
+
+/** The error a {@link keysOf} list shows when it misses keys of its type. */
+type MissingKeys<T, K extends readonly unknown[]> = {
+  readonly missing: Exclude<keyof T & string, K[number]>;
+};
+
 /** Throws a TypeError unless `value` is a plain object; rejects keys not in `allowed`. */
 export function checkObject(
   path: string,

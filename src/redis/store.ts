@@ -4,7 +4,7 @@
  * store answers from a process-local memory store instead and says so once.
  */
 
-import { checkNumber, checkObject, describe } from '../internal/validate.js';
+import { checkNumber, checkObject, describe, keysOf } from '../internal/validate.js';
 import { type MemoryStore, memoryStore } from '../store/memory.js';
 import type { Json, StateStore, StoreOperation, StoreStatus } from '../store/store.js';
 import { redactError } from './redact.js';
@@ -96,7 +96,13 @@ export interface RedisStoreInternals {
   secrets?: readonly string[];
 }
 
-const OPTION_KEYS = ['client', 'prefix', 'timeout', 'startupTimeout', 'probeInterval'];
+const OPTION_KEYS = keysOf<RedisStoreOptions>()([
+  'client',
+  'prefix',
+  'timeout',
+  'startupTimeout',
+  'probeInterval',
+]);
 /** ioredis states in which a command would only be queued until a reconnection. */
 const DOWN = new Set(['reconnecting', 'close', 'end']);
 /** ioredis states of a first connection: commands are queued until `ready`. */

@@ -10,7 +10,7 @@ import type { LookupFunction } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import { CLIENT_KEYS } from '../client.js';
 import { MAX_TIMER_MS } from '../internal/limits.js';
-import { checkNumber, checkObject, describe } from '../internal/validate.js';
+import { checkNumber, checkObject, describe, keysOf } from '../internal/validate.js';
 import { resolveSsrfOptions, type SsrfOptions, type SsrfRules } from './ssrf.js';
 
 /** Timeouts per phase of one attempt, in ms. `0` disables one. */
@@ -114,7 +114,7 @@ export interface TransportOptions {
   ssrf?: boolean | SsrfOptions;
 }
 
-export const TRANSPORT_KEYS: readonly string[] = Object.freeze([
+export const TRANSPORT_KEYS: readonly string[] = keysOf<TransportOptions>()([
   'timeouts',
   'connections',
   'keepAlive',
@@ -124,7 +124,7 @@ export const TRANSPORT_KEYS: readonly string[] = Object.freeze([
   'ssrf',
 ]);
 
-const TLS_KEYS = [
+const TLS_KEYS = keysOf<TlsOptions>()([
   'ca',
   'cert',
   'key',
@@ -136,7 +136,7 @@ const TLS_KEYS = [
   'maxVersion',
   'ciphers',
   'checkServerIdentity',
-] as const;
+]);
 
 /** @internal */
 export interface ResolvedTransport {
