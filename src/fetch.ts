@@ -243,9 +243,9 @@ function oneLayer(
   url: string,
   base: Init,
 ): boolean {
-  const raw = headerValue(base.headers, layers.header);
+  const raw = headerValue(base.headers, layers.header)?.trim();
   if (raw === undefined) return false;
-  const value = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : 0;
+  const value = /^\d+$/.test(raw) ? Number(raw) : 0;
   if (value > 0 && !layers.outer) {
     layers.outer = true;
     emit(client.on.outerRetry, { method, url: redactUrl(url), header: layers.header, value });
