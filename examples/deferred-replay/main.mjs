@@ -4,10 +4,10 @@
  *
  *   npm run build && REDIS_URL=redis://127.0.0.1:6379 node examples/deferred-replay/main.mjs
  *
- * A demo "payments" server is down for its first two seconds. Three orders
+ * A demo "payments" server is down until the replay worker starts. Three orders
  * are posted with idempotency keys; staunch retries, then gives up; the
  * giveUp listener queues each one in BullMQ. A worker replays them once the
- * server is back (BullMQ retries with backoff meanwhile), with the same key
+ * server is back (BullMQ would retry a failed replay with backoff), with the same key
  * and its own credentials. The server prints what it saw per key: each order
  * was charged once.
  */
@@ -20,8 +20,9 @@ import { deferGiveUps, replayWorker } from './replay-queue.mjs';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const QUEUE = `staunch-replay-demo-${process.pid}`;
 
-// The upstream: 503 for two seconds, then charges each idempotency key once.
-const upSince = Date.now() + 2_000;
+// The upstream: 503 until the replay worker starts (the outage outlasts the client's own
+// retries), then charges each idempotency key once.
+let up = false;
 const seen = new Map();
 const charged = new Set();
 const payments = createServer((req, res) => {
@@ -29,7 +30,7 @@ const payments = createServer((req, res) => {
   seen.set(key, (seen.get(key) ?? 0) + 1);
   req.resume();
   req.on('end', () => {
-    if (Date.now() < upSince) {
+    if (!up) {
       res.statusCode = 503;
       return res.end();
     }
@@ -60,6 +61,7 @@ for (const id of orders) {
   console.log(`${id}: ${res.status} (gave up, queued for replay)`);
 }
 
+up = true;
 const worker = replayWorker({
   connection,
   queueName: QUEUE,
