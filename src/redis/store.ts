@@ -198,6 +198,21 @@ export function createRedisStore(
   const loading = new Map<string, Promise<unknown>>();
   let probing = false;
   let lastProbe = 0;
+  /**
+   * Decisions waiting for Redis, in the order they were sent, each with its
+   * key and its start-up deadline (if it may take the start-up timeout): a
+   * release answers them locally in that order, so concurrent decisions keep
+   * their order when the store degrades.
+   */
+  const waiting = new Map<
+    (error: Error) => void,
+    { key: string; since: () => number | undefined }
+  >();
+  const release = (key?: string): void => {
+    for (const [fail, wait] of [...waiting]) {
+      if (key === undefined || wait.key === key) fail(new StoreReleasedError('released'));
+    }
+  };
 
   const report = (status: StoreStatus): void => {
     for (const listener of [...listeners]) {
@@ -214,6 +229,7 @@ export function createRedisStore(
     const episode = isDegraded();
     if (key === undefined) allLocal = true;
     else localKeys.add(key);
+    release(key);
     if (episode) return;
     lastProbe = Date.now();
     report({ status: 'degraded', error: redactError(error, secrets) });
@@ -304,9 +320,16 @@ export function createRedisStore(
         if (reason !== undefined) return new Error(reason);
         const left = longSince + startupTimeout - now;
         if (left <= 0) {
-          return new StoreStartupError(
+          const error = new StoreStartupError(
             `no answer within the start-up timeout of ${startupTimeout} ms`,
           );
+          // Every decision sent before this one is past its start-up timeout too (its timer
+          // may simply fire later): all of them fail now, first sent first.
+          for (const [fail, wait] of [...waiting]) {
+            const since = wait.since();
+            if (since !== undefined && since + startupTimeout <= now) fail(error);
+          }
+          return error;
         }
         return Math.min(left, timeout);
       }
@@ -323,7 +346,11 @@ export function createRedisStore(
       if (elapsed >= patience) return new StoreTimeoutError(`no answer within ${patience} ms`);
       return Math.min(timeout, patience - elapsed);
     };
-    return within(reply, Math.min(timeout, startupTimeout), check).then((value) => {
+    const track = (fail: (error: Error) => void): (() => void) => {
+      waiting.set(fail, { key, since: () => longSince });
+      return () => waiting.delete(fail);
+    };
+    return within(reply, Math.min(timeout, startupTimeout), check, track).then((value) => {
       answered.add(script.sha);
       // Only an answer in time clears the key's strikes; a late one leaves them.
       if (!struck) strikes.clear(key);

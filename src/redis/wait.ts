@@ -23,44 +23,53 @@ export class StoreStartupError extends Error {
  * asked after `first` ms. Each verdict waits for the end of the current
  * event-loop turn (`setImmediate`): after a stall of this process (GC, CPU
  * contention) the timer phase runs before the I/O phase, and a reply already
- * in the socket buffer must not count as late.
+ * in the socket buffer must not count as late. `track`, when given, receives
+ * a function that rejects the wait from outside (the store releasing every
+ * waiting decision at once, in the order they were sent) and returns the
+ * function that forgets it once the wait has settled.
  */
 export function within<T>(
   promise: Promise<T>,
   first: number,
   check: () => Error | number,
+  track?: (fail: (error: Error) => void) => () => void,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false;
     let timer: ReturnType<typeof setTimeout>;
+    let untrack: (() => void) | undefined;
+    const settle = (): boolean => {
+      if (settled) return false;
+      settled = true;
+      clearTimeout(timer);
+      untrack?.();
+      return true;
+    };
+    const fail = (error: Error): void => {
+      if (settle()) reject(error);
+    };
     const arm = (ms: number): void => {
       timer = setTimeout(() => {
         setImmediate(() => {
           if (settled) return;
           const verdict = check();
           if (typeof verdict === 'number') {
-            arm(Math.max(1, verdict));
+            if (!settled) arm(Math.max(1, verdict));
             return;
           }
-          settled = true;
-          reject(verdict);
+          fail(verdict);
         });
       }, ms);
       timer.unref?.();
     };
     arm(first);
+    untrack = track?.(fail);
     promise.then(
       (value) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve(value);
+        if (settle()) resolve(value);
       },
       (error: unknown) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        reject(error);
+        if (settle()) reject(error);
       },
     );
   });
