@@ -283,8 +283,28 @@ function futile(s: RateState): boolean {
   return f <= FUTILE_MAX && f * FUTILE_BAND >= s.before && f <= s.before * FUTILE_BAND;
 }
 
-/** A process joining an engaged key adds its accepted rate to the fleet's; never lowers it. */
-function join(s: RateState, cfg: RateConfig, accepted: number, now: number): RateState {
+/**
+ * A process joining an engaged key (its own first 429). Within the hold-off
+ * of the engagement or the last cut, its traffic was not in the estimate
+ * the key was set from: it adds its accepted rate (what the server takes
+ * from it) to the rate and its send rate to `wMax`, so the key stands at
+ * the fleet's rate, not one process's (issue 9: eight processes sharing a
+ * key ran at 1/8 of the capacity for seconds). Later, the key's rate already
+ * answers for the fleet: the joiner only raises it to the fleet's accepted
+ * rate plus its own. Never lowers it.
+ */
+function join(
+  s: RateState,
+  cfg: RateConfig,
+  measured: number,
+  accepted: number,
+  now: number,
+): RateState {
+  if (now < s.lastDecrease + cfg.holdoffMs) {
+    const rate = s.rate + Math.max(cfg.minRate, accepted);
+    const wMax = s.wMax + Math.max(measured, accepted);
+    return { ...settle(s, cfg, now), rate, wMax, plateau: plateauOf(rate, wMax, cfg, now) };
+  }
   const rate = meterSettled(s.ok, now) + accepted;
   if (!(rate > s.rate)) return s;
   const wMax = Math.max(s.wMax, rate);
@@ -338,7 +358,7 @@ export const rateFeedback: StoreOperation<RateFeedbackArgs, RateFeedbackResult> 
       } else if (signal === 'throttle') {
         s = lowered(tallied(s, cfg, sentAt, true), cfg, sentAt);
         if (args.joining === true) {
-          s = join(s, cfg, accepted, now);
+          s = join(s, cfg, measured, accepted, now);
         } else if (sentAt >= s.lastDecrease && now >= s.lastDecrease + cfg.holdoffMs) {
           if (futile(s)) {
             // Hold: keep the rate and grow from it afresh (the curve's plateau

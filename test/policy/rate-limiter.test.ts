@@ -555,28 +555,42 @@ describe('RateLimiter properties', () => {
 });
 
 describe('RateLimiter, a fleet on one store', () => {
-  it("a process joining an engaged key adds its accepted rate to the fleet's, and never lowers it", async () => {
+  it("processes joining within the hold-off add their share: the key stands at the fleet's rate", async () => {
     const clock = fakeClock();
     const store = memoryStore();
-    const a = new RateLimiter(rateLimitDefaults, store, clock);
-    const b = new RateLimiter(rateLimitDefaults, store, clock);
-    // Both send 20/s for 4 s, all accepted; a is throttled first and engages the shared key.
+    const fleet = Array.from({ length: 4 }, () => new RateLimiter(rateLimitDefaults, store, clock));
+    const [a, b, c, d] = fleet as [RateLimiter, RateLimiter, RateLimiter, RateLimiter];
+    // Each sends 20/s for 4 s, all accepted: the fleet sends 80/s.
     for (let i = 0; i < 80; i++) {
-      for (const l of [a, b]) {
+      for (const l of fleet) {
         const sentAt = clock.now();
         await l.acquire(KEY, 1_000);
         await l.onResponse(KEY, 200, { sentAt });
       }
       await clock.advance(50);
     }
+    const peek = () => store.peek(RATE_KEY_PREFIX + KEY, clock.now()) as RateState;
+    // a is throttled first: it engages the shared key from its own estimate, one process's 20/s.
     await a.onResponse(KEY, 429, { sentAt: clock.now() - 5 });
-    const engaged = store.peek(RATE_KEY_PREFIX + KEY, clock.now()) as RateState;
-    expect(engaged.rate).toBeCloseTo(20, 0);
-    // b's first 429 joins: the shared rate becomes about the fleet's, 40/s.
+    expect(peek().rate).toBeCloseTo(20, 0);
+    // b and c, throttled within the hold-off, each add their accepted rate (20/s) to the rate
+    // and their send rate to wMax.
+    await clock.advance(100);
     await b.onResponse(KEY, 429, { sentAt: clock.now() - 5 });
-    const joined = store.peek(RATE_KEY_PREFIX + KEY, clock.now()) as RateState;
-    expect(joined.rate).toBeGreaterThan(engaged.rate);
-    expect(joined.rate).toBeCloseTo(20 + engaged.ok![2], 0);
-    expect(b.active(KEY)).toBe(true);
+    expect(peek().rate).toBeCloseTo(40, 0);
+    await clock.advance(100);
+    await c.onResponse(KEY, 429, { sentAt: clock.now() - 5 });
+    const joined = peek();
+    expect(joined.rate).toBeCloseTo(60, 0);
+    expect(joined.wMax).toBeCloseTo(60, 0);
+    expect(b.active(KEY) && c.active(KEY)).toBe(true);
+    // After the hold-off the key answers for the fleet already: d's first 429 only raises it
+    // to the fleet's accepted rate plus its own, and never lowers it.
+    await clock.advance(1_000);
+    const before = peek().rate;
+    await d.onResponse(KEY, 429, { sentAt: clock.now() - 5 });
+    expect(peek().rate).toBeGreaterThanOrEqual(before);
+    expect(peek().rate).toBeLessThan(before + 20);
+    expect(d.active(KEY)).toBe(true);
   });
 });

@@ -259,13 +259,20 @@ local function futile(s)
   return f <= FUTILE_MAX and f * FUTILE_BAND >= s.before and f <= s.before * FUTILE_BAND
 end
 
-local function join(s, accepted)
-  local rate = meterSettled(s.ok, now) + accepted
-  if not (rate > s.rate) then return s end
-  local j = copy(settle(s))
-  j.rate = rate
-  j.wMax = jmax(s.wMax, rate)
-  j.plateau = plateauOf(rate, j.wMax)
+local function join(s, measured, accepted)
+  local j
+  if now < s.lastDecrease + cfg.holdoffMs then
+    j = copy(settle(s))
+    j.rate = s.rate + jmax(cfg.minRate, accepted)
+    j.wMax = s.wMax + jmax(measured, accepted)
+  else
+    local rate = meterSettled(s.ok, now) + accepted
+    if not (rate > s.rate) then return s end
+    j = copy(settle(s))
+    j.rate = rate
+    j.wMax = jmax(s.wMax, rate)
+  end
+  j.plateau = plateauOf(j.rate, j.wMax)
   return j
 end
 
@@ -301,7 +308,7 @@ local function feedback()
     elseif args.signal == 'throttle' then
       s = lowered(tallied(s, sentAt, true), sentAt)
       if args.joining == true then
-        s = join(s, args.accepted)
+        s = join(s, args.measured, args.accepted)
       elseif sentAt >= s.lastDecrease and now >= s.lastDecrease + cfg.holdoffMs then
         if futile(s) then
           -- hold: keep the rate, judge again on the next hold-off's responses
