@@ -237,3 +237,20 @@ export function spentWindow(
   }
   return spent;
 }
+
+/**
+ * The rate, per second, at which a window refills, from one response: both
+ * providers state the reset as the time until the window is *full* again
+ * and refill it continuously, so `(limit − remaining)` requests come back
+ * over `reset` ms. `undefined` when the window is full (nothing to measure),
+ * the reset is 0, or a field is missing. A reset rounded up (OpenAI's Go
+ * durations to the ms, Anthropic's timestamps to the second) understates
+ * the rate, never overstates it.
+ */
+export function refillRate(window: RateLimitWindow | undefined): number | undefined {
+  if (window === undefined) return undefined;
+  const { limit, remaining, reset } = window;
+  if (limit === undefined || remaining === undefined || reset === undefined) return undefined;
+  if (!(reset > 0) || !(limit > remaining)) return undefined;
+  return ((limit - remaining) * 1000) / reset;
+}

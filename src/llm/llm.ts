@@ -20,7 +20,7 @@ import {
 import { originKey, type PolicyRequest } from '../policy/policies.js';
 import type { StatusClassifier } from '../retry/classify.js';
 import { MAX_DELAY, type PacingReader, readHeader } from '../retry/server-delay.js';
-import { readProviderRateLimits, spentWindow } from './headers.js';
+import { readProviderRateLimits, refillRate, spentWindow } from './headers.js';
 import { modelOf, spentKind } from './kinds.js';
 import { estimateTokens, type TokenEstimator, tokenPacing } from './tokens.js';
 import { providerTransport } from './transport.js';
@@ -54,6 +54,17 @@ export interface LlmOptions {
    * @default {@link estimateTokens} (text characters ÷ 4, plus the output cap)
    */
   estimateTokens?: TokenEstimator | false;
+  /**
+   * How the provider's requests window refills. `'continuous'`: as OpenAI's
+   * and Anthropic's, a token bucket whose stated reset is the time until it
+   * is full again; the refill rate, `(limit − remaining) ÷ reset`, paces the
+   * key, and a spent window holds the next request only until one fits.
+   * `'at-reset'`: a gateway that counts fixed windows; a spent window holds
+   * the key until the stated reset, and the rate is not learned from it
+   * (docs/llm.md, "The requests window").
+   * @default 'continuous'
+   */
+  refill?: 'continuous' | 'at-reset';
   /** Time source for the idle timeout, and for the client (passed on as `clock`). @default systemClock */
   clock?: Clock;
 }
@@ -80,6 +91,7 @@ const KEYS = [
   'retryMaybeSent',
   'perModel',
   'estimateTokens',
+  'refill',
   'clock',
 ] as const;
 
@@ -146,6 +158,10 @@ export function llm(options: LlmOptions = {}): StaunchOptions {
       `llm.estimateTokens must be a function or false, got ${describe(o.estimateTokens)}`,
     );
   }
+  const refill = o.refill ?? 'continuous';
+  if (refill !== 'continuous' && refill !== 'at-reset') {
+    throw new TypeError(`llm.refill must be 'continuous' or 'at-reset', got ${describe(o.refill)}`);
+  }
   let clock: Clock | undefined;
   try {
     clock = checkClock(o.clock);
@@ -177,10 +193,14 @@ export function llm(options: LlmOptions = {}): StaunchOptions {
 
   const pacing: PacingReader = (headers, now) => {
     const limits = readProviderRateLimits(headers, now);
+    const rate = refill === 'continuous' ? refillRate(limits.requests) : undefined;
+    const stated = rate === undefined ? {} : { rate };
     const spent = spentWindow(limits);
-    if (spent !== undefined) return { remaining: 0, reset: spent.reset, delay: spent.reset };
+    if (spent !== undefined) {
+      return { remaining: 0, reset: spent.reset, delay: spent.reset, ...stated };
+    }
     const remaining = limits.requests?.remaining;
-    return remaining === undefined ? undefined : { remaining };
+    return remaining === undefined ? undefined : { remaining, ...stated };
   };
 
   const methods = retryMaybeSent ? [...DEFAULT_METHODS, 'POST'] : [...DEFAULT_METHODS];

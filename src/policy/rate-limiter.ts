@@ -45,6 +45,13 @@ export interface RateLimitHint {
    */
   reset?: number | undefined;
   /**
+   * The sustained rate, per second, at which the server says its quota
+   * refills (a provider's limit over its time-to-full reset). An adaptive key
+   * never grows past it; a spent quota pauses only until the next request
+   * fits (`1000 / rate` ms, if sooner than `reset`) and then goes at it.
+   */
+  rate?: number | undefined;
+  /**
    * Clock time the attempt was sent. A 429 for a request sent before the
    * last cut does not cut again (one cut per round trip), and one sent
    * before a pause began does not extend it; without it, every 429 counts.
@@ -98,6 +105,8 @@ interface Local {
   wake: (() => void) | undefined;
   /** The server's quota counter as last seen, and when that request was sent (./rate-window.ts). */
   readonly window: QuotaWindow;
+  /** The refill rate the last response stated (`RateLimitHint.rate`), or `null`. */
+  stated: number | null;
 }
 
 const OK: RateLimitDecision = Object.freeze({ ok: true, waited: 0 });
@@ -221,11 +230,16 @@ export class RateLimiter {
     // A located reset (rate-window.ts) ends the pause, and so the refusals,
     // at the window's own end: a 429 of an engaged key then is no cut.
     const located = spent ? locateReset(local.window, now, reset) : undefined;
-    const pauseUntil = spent ? (located ?? now + reset) : null;
+    const rate = hint.rate;
+    const told = rate !== undefined && rate > 0 && Number.isFinite(rate) ? rate : null;
+    // A window that refills at a stated rate has room for the next request sooner than full.
+    const refill = told === null ? Number.POSITIVE_INFINITY : now + Math.ceil(1000 / told);
+    const pauseUntil = spent ? Math.min(located ?? now + reset, refill) : null;
     if (this.#cfg.rps !== null) {
       if (spent) return this.#feedback(key, local, 'pause', pauseUntil, sentAt);
       return;
     }
+    local.stated = told;
     const throttled = status === 429 && (hint.retryAfter !== 0 || spent);
     const neutral =
       !throttled && (status === 429 || (status === 503 && hint.retryAfter !== undefined));
@@ -405,6 +419,7 @@ export class RateLimiter {
       fraction: local.responses > 0 ? local.refused / local.responses : 0,
       sentAt,
       ...(joining && { joining }),
+      ...(local.stated !== null && { stated: local.stated }),
     };
     return runOp(this.#store, RATE_KEY_PREFIX + key, rateFeedback, args, now, (r) => {
       if (this.#cfg.rps === null && !r.engaged) local.active = false;
@@ -437,6 +452,7 @@ export class RateLimiter {
         interval: 0,
         wake: undefined,
         window: quotaWindow(),
+        stated: null,
       };
       this.#keys.set(key, local);
     }

@@ -46,6 +46,8 @@ function readState(json: Json | undefined): RateState | undefined {
   if (!isMeter(s.meter) || !isMeter(s.ok)) return undefined;
   const t = s.tally;
   if (!Array.isArray(t) || ![t[0], t[1], t[2], t[3]].every(isNumber)) return undefined;
+  if (s.stated === undefined) return { ...(json as Omit<RateState, 'stated'>), stated: 0 };
+  if (!isNumber(s.stated)) return undefined;
   return json as RateState;
 }
 
@@ -72,6 +74,7 @@ function fixedFresh(cfg: RateConfig, now: number): RateState {
     before: 0,
     tally: [0, 0, 0, 0],
     low: 0,
+    stated: 0,
   };
 }
 
@@ -221,6 +224,7 @@ function engage(
     before: fraction,
     tally: [0, 0, 0, 0],
     low: 0,
+    stated: 0,
   };
 }
 
@@ -311,6 +315,20 @@ function join(
   return { ...settle(s, cfg, now), rate, wMax, plateau: plateauOf(rate, wMax, cfg, now) };
 }
 
+/**
+ * The server's stated rate (the latest statement, else the one kept) bounds
+ * the learned rate: the rate never grows past what the server says it
+ * refills, and a `wMax` above it is brought down to it, so growth plateaus
+ * there instead of probing for more.
+ */
+function capped(s: RateState, cfg: RateConfig, told: number | null): RateState {
+  const stated = told ?? s.stated;
+  if (!(stated > 0)) return s;
+  const cap = Math.max(cfg.minRate, stated);
+  if (s.rate <= cap && s.wMax <= cap && s.stated === stated) return s;
+  return { ...s, rate: Math.min(s.rate, cap), wMax: Math.min(s.wMax, cap), stated };
+}
+
 /** A quota-spent pause: no token before `until`; the meters skip the paused time. */
 function pause(s: RateState, cfg: RateConfig, until: number, now: number): RateState {
   const settled = settle(s, cfg, now);
@@ -344,13 +362,19 @@ export const rateFeedback: StoreOperation<RateFeedbackArgs, RateFeedbackResult> 
   ): StoreUpdate<RateFeedbackResult> {
     const { cfg, signal, pauseUntil, measured, accepted } = args;
     const sentAt = args.sentAt ?? now;
+    const told = args.stated ?? null;
     const stored = readState(json);
     let s: RateState | undefined = engaged(stored, cfg) ? stored : undefined;
     let reset = false;
     if (cfg.rps === null) {
       if (s === undefined) {
         if (signal !== 'success') {
-          s = engage(stored?.epoch ?? 0, cfg, measured, accepted, args.fraction, now);
+          // A spent quota whose refill rate the server states engages at that rate (the
+          // measured and accepted estimates are both the stated rate: aim lands on it).
+          const stated = signal === 'pause' && told !== null && told > 0;
+          const sent = stated ? told : measured;
+          const took = stated ? told : accepted;
+          s = engage(stored?.epoch ?? 0, cfg, sent, took, args.fraction, now);
           reset = true;
         }
       } else if (signal === 'success') {
@@ -380,6 +404,7 @@ export const rateFeedback: StoreOperation<RateFeedbackArgs, RateFeedbackResult> 
         }
       }
     }
+    if (s !== undefined && cfg.rps === null) s = capped(s, cfg, told);
     if (pauseUntil !== null && pauseUntil > now) {
       if (s === undefined && cfg.rps !== null) s = fixedFresh(cfg, now);
       if (s !== undefined && pauseUntil > s.at && sentAt >= s.pausedAt) {

@@ -73,6 +73,13 @@ export type RateState = {
    * taken from there: a rate that drew 429s while growing back is too high.
    */
   low: number;
+  /**
+   * Adaptive: the sustained rate the server last stated for the key, per
+   * second (a provider's `limit`, `remaining` and time-to-full reset); 0 =
+   * none. The learned rate never grows past it, and a quota-spent pause
+   * engages the key at it. Absent in states written before it existed: 0.
+   */
+  stated: number;
 };
 
 /** Arguments of {@link rateAcquire}. `maxWait: null` = no limit. `epoch`: the reservation held, if any. */
@@ -108,6 +115,8 @@ export type RateFeedbackArgs = {
    * its accepted rate to the fleet's (absent = false).
    */
   joining?: boolean;
+  /** The sustained rate the server states for the key, per second, or `null` (absent = null). */
+  stated?: number | null;
 };
 /** Result of {@link rateFeedback}: `reset` = outstanding reservations are now void. */
 export type RateFeedbackResult = { engaged: boolean; reset: boolean };

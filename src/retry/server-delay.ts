@@ -59,6 +59,13 @@ export interface ServerPacing {
    * reset is `delay`.
    */
   reset?: number;
+  /**
+   * The sustained rate, per second, at which the server says its window
+   * refills (a `pacing` option's reader gives it, e.g. from an LLM
+   * provider's limit, remaining and time-to-full reset). The adaptive rate
+   * limiter never grows past it, and paces a spent quota at it.
+   */
+  rate?: number;
 }
 
 /**
@@ -96,6 +103,8 @@ function readExtra(extra: PacingReader, headers: HeaderSource, now: number): Ser
   if (delay !== undefined) out.delay = delay;
   if (reset !== undefined) out.reset = reset;
   if (remaining !== undefined && Number.isInteger(remaining)) out.remaining = remaining;
+  const rate = wait(found.rate);
+  if (rate !== undefined && rate > 0) out.rate = rate;
   return out;
 }
 
@@ -120,6 +129,7 @@ export function responsePacing(extra?: PacingReader): ResponsePacing {
       pacing.remaining = more.remaining;
     }
     if (more.reset !== undefined) pacing.reset = more.reset;
+    if (more.rate !== undefined) pacing.rate = more.rate;
     if (pacing.delay === undefined && more.delay !== undefined) {
       pacing.delay = more.delay;
       pacing.source = 'custom';

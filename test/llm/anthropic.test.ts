@@ -139,31 +139,39 @@ describe('@anthropic-ai/sdk under createFetch(llm())', () => {
     noSecret(h, error);
   });
 
-  test('anthropic-ratelimit-requests-remaining 0 holds the next request until its RFC 3339 reset', async () => {
-    let reset = '';
-    const server = open.add(
-      await provider([
-        (res) =>
-          json(200, message('first'), {
-            'anthropic-ratelimit-requests-limit': '50',
-            'anthropic-ratelimit-requests-remaining': '0',
-            'anthropic-ratelimit-requests-reset': reset,
-          })(res),
-        json(200, message('second')),
-      ]),
-    );
-    const h = harness((clock) => llm({ clock }), false);
-    reset = new Date(h.clock.now() + 12_000).toISOString();
-    const anthropic = client(server.url, h.fetch);
-    await anthropic.messages.create(ask);
-    const second = anthropic.messages.create(ask);
-    await until(() => h.clock.pending().some((ms) => ms > 11_000 && ms <= 12_000));
-    await flush();
-    expect(server.count).toBe(1);
-    await h.clock.advance(12_000);
-    expect((await second).content).toEqual([{ type: 'text', text: 'second' }]);
-    expect(server.count).toBe(2);
-  });
+  // "0 of 50 left, full at now + 12 s": the bucket refills at 50 per 12 s, so the next request
+  // fits in 240 ms; with `refill: 'at-reset'` it is held until the stated time.
+  test.each([
+    ['continuous', {}, 240],
+    ['at-reset', { refill: 'at-reset' as const }, 12_000],
+  ])(
+    'anthropic-ratelimit-requests-remaining 0 with an RFC 3339 reset, refill %s',
+    async (_name, extra, wait) => {
+      let reset = '';
+      const server = open.add(
+        await provider([
+          (res) =>
+            json(200, message('first'), {
+              'anthropic-ratelimit-requests-limit': '50',
+              'anthropic-ratelimit-requests-remaining': '0',
+              'anthropic-ratelimit-requests-reset': reset,
+            })(res),
+          json(200, message('second')),
+        ]),
+      );
+      const h = harness((clock) => llm({ clock, ...extra }), false);
+      reset = new Date(h.clock.now() + 12_000).toISOString();
+      const anthropic = client(server.url, h.fetch);
+      await anthropic.messages.create(ask);
+      const second = anthropic.messages.create(ask);
+      await until(() => h.clock.pending().some((ms) => ms > wait * 0.9 && ms <= wait));
+      await flush();
+      expect(server.count).toBe(1);
+      await h.clock.advance(wait);
+      expect((await second).content).toEqual([{ type: 'text', text: 'second' }]);
+      expect(server.count).toBe(2);
+    },
+  );
 
   test('an overloaded_error as the first stream event is retried; the stream then reads whole', async () => {
     const server = open.add(

@@ -19,9 +19,14 @@ describe('options', () => {
     [
       { attemps: 3 },
       TypeError,
-      'llm.attemps is not an option (expected one of: fetch, attempts, timeout, idleTimeout, retryMaybeSent, perModel, estimateTokens, clock)',
+      'llm.attemps is not an option (expected one of: fetch, attempts, timeout, idleTimeout, retryMaybeSent, perModel, estimateTokens, refill, clock)',
     ],
     [{ attempts: 0 }, RangeError, 'llm.attempts'],
+    [
+      { refill: 'fixed' },
+      TypeError,
+      "llm.refill must be 'continuous' or 'at-reset', got \"fixed\"",
+    ],
     [{ attempts: '3' }, TypeError, 'llm.attempts'],
     [{ timeout: 5 }, TypeError, 'llm.timeout must be an object, got 5'],
     [{ timeout: { attempt: -1 } }, RangeError, 'llm.timeout.attempt'],

@@ -144,29 +144,37 @@ describe('openai SDK under createFetch(llm())', () => {
     noSecret(h, error);
   });
 
-  test('remaining 0 with a Go-duration reset holds the next request until the reset', async () => {
-    const server = open.add(
-      await provider([
-        json(200, completion('first'), {
-          'x-ratelimit-limit-requests': '500',
-          'x-ratelimit-remaining-requests': '0',
-          'x-ratelimit-reset-requests': '20s',
-        }),
-        json(200, completion('second')),
-      ]),
-    );
-    const h = harness((clock) => llm({ clock }), false);
-    const openai = client(server.url, h.fetch);
-    await openai.chat.completions.create(ask);
-    const second = openai.chat.completions.create(ask);
-    await until(() => h.clock.pending().some((ms) => ms > 19_000 && ms <= 20_000));
-    await flush();
-    expect(server.count).toBe(1);
-    await h.clock.advance(20_000);
-    expect((await second).choices[0]!.message.content).toBe('second');
-    expect(server.count).toBe(2);
-    expect(named(h, 'wait')).toMatchObject([{ reason: 'rate-limit', duration: 20_000 }]);
-  });
+  // "0 of 500 left, full in 20 s": the bucket refills at 25/s, so the next request fits in
+  // 40 ms; a gateway counting fixed windows (`refill: 'at-reset'`) is held for the 20 s.
+  test.each([
+    ['continuous', {}, 40],
+    ['at-reset', { refill: 'at-reset' as const }, 20_000],
+  ])(
+    'remaining 0 with a Go-duration reset, refill %s: the next request waits %#',
+    async (_name, extra, wait) => {
+      const server = open.add(
+        await provider([
+          json(200, completion('first'), {
+            'x-ratelimit-limit-requests': '500',
+            'x-ratelimit-remaining-requests': '0',
+            'x-ratelimit-reset-requests': '20s',
+          }),
+          json(200, completion('second')),
+        ]),
+      );
+      const h = harness((clock) => llm({ clock, ...extra }), false);
+      const openai = client(server.url, h.fetch);
+      await openai.chat.completions.create(ask);
+      const second = openai.chat.completions.create(ask);
+      await until(() => h.clock.pending().some((ms) => ms > wait - 1_000 && ms <= wait));
+      await flush();
+      expect(server.count).toBe(1);
+      await h.clock.advance(wait);
+      expect((await second).choices[0]!.message.content).toBe('second');
+      expect(server.count).toBe(2);
+      expect(named(h, 'wait')).toMatchObject([{ reason: 'rate-limit', duration: wait }]);
+    },
+  );
 
   test('x-should-retry: false on a 503 is not retried', async () => {
     const server = open.add(

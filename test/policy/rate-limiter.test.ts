@@ -477,6 +477,7 @@ describe('rate store operations', () => {
       before: 0,
       tally: [0, 0, 0, 0],
       low: 0,
+      stated: 0,
     });
     expect(r.ttl).toBe(100 + 1_000);
   });
@@ -592,5 +593,61 @@ describe('RateLimiter, a fleet on one store', () => {
     expect(peek().rate).toBeGreaterThanOrEqual(before);
     expect(peek().rate).toBeLessThan(before + 20);
     expect(d.active(KEY)).toBe(true);
+  });
+});
+
+describe('RateLimiter, a rate the server states', () => {
+  it('a spent quota with a stated refill rate engages at it and pauses only until the next fits', async () => {
+    const clock = fakeClock();
+    const store = memoryStore();
+    const limiter = new RateLimiter(rateLimitDefaults, store, clock);
+    // A burst of 40 in one instant, the last answered "0 left, full in 20 s", 40 per 20 s: 2/s.
+    for (let i = 0; i < 40; i++) await limiter.acquire(KEY, 1_000);
+    await limiter.onResponse(KEY, 200, { remaining: 0, reset: 20_000, rate: 2, sentAt: 0 });
+    const s = store.peek(RATE_KEY_PREFIX + KEY, clock.now()) as RateState;
+    expect(s.rate).toBe(2);
+    expect(s.stated).toBe(2);
+    // Paused until one request fits (500 ms), not the 20 s to full.
+    expect(s.at - clock.now()).toBe(500);
+    const go = limiter.acquire(KEY, 10_000);
+    await flush();
+    await clock.advance(500);
+    expect(await go).toEqual({ ok: true, waited: 500 });
+  });
+
+  it('the learned rate grows back to the stated rate and never past it', async () => {
+    const clock = fakeClock();
+    const store = memoryStore();
+    const limiter = new RateLimiter(rateLimitDefaults, store, clock);
+    // 20/s, all accepted, for 2 s; then a 429 engages the key near 20/s.
+    for (let i = 0; i < 40; i++) {
+      const sentAt = clock.now();
+      await limiter.acquire(KEY, 1_000);
+      await limiter.onResponse(KEY, 200, { sentAt });
+      await clock.advance(50);
+    }
+    await limiter.onResponse(KEY, 429, { sentAt: clock.now() - 5 });
+    expect((store.peek(RATE_KEY_PREFIX + KEY, clock.now()) as RateState).rate).toBeGreaterThan(15);
+    // Then every answer states a refill rate of 12/s with room left: the rate comes down to it
+    // at once, and 10 s of successes at the limiter's pace do not raise it past it.
+    let highest = 0;
+    const until = clock.now() + 10_000;
+    while (clock.now() < until) {
+      let granted = false;
+      void limiter.acquire(KEY, 10_000).then(() => {
+        granted = true;
+      });
+      while (!granted) {
+        await flush();
+        await clock.advance(5);
+      }
+      await limiter.onResponse(KEY, 200, { remaining: 5, rate: 12, sentAt: clock.now() });
+      const s = store.peek(RATE_KEY_PREFIX + KEY, clock.now()) as RateState;
+      highest = Math.max(highest, s.rate);
+    }
+    expect(highest).toBe(12);
+    expect((store.peek(RATE_KEY_PREFIX + KEY, clock.now()) as RateState).wMax).toBeLessThanOrEqual(
+      12,
+    );
   });
 });

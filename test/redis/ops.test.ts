@@ -270,9 +270,15 @@ function rateSteps(cfg: RateConfig): fc.Arbitrary<Step[]> {
         fraction: fc.oneof(fc.constant(0), fc.double({ min: 0, max: 1, noNaN: true })),
         sent: fc.option(fc.integer({ min: -3_000, max: 50 }), { nil: null }),
         joining: fc.boolean(),
+        // A provider's stated refill rate on some responses (absent, null, or a rate).
+        stated: fc.oneof(
+          { weight: 3, arbitrary: fc.constant(undefined) },
+          { weight: 1, arbitrary: fc.constant(null) },
+          { weight: 2, arbitrary: fc.double({ min: 0, max: 12, noNaN: true }) },
+        ),
       })
       .map(
-        ({ dt, signal, pause, measured, accepted, fraction, sent, joining }): Step => ({
+        ({ dt, signal, pause, measured, accepted, fraction, sent, joining, stated }): Step => ({
           dt,
           call: (now) => ({
             op: rateFeedback as never,
@@ -285,6 +291,7 @@ function rateSteps(cfg: RateConfig): fc.Arbitrary<Step[]> {
               fraction,
               sentAt: sent === null ? null : now + sent,
               ...(joining && { joining }),
+              ...(stated !== undefined && { stated }),
             },
           }),
         }),

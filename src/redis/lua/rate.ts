@@ -11,7 +11,7 @@ if cfg.rps ~= NULL then RPS = cfg.rps end
 local BURST = nil
 if cfg.burst ~= NULL then BURST = cfg.burst end
 local STATE_KEYS = { 'tokens', 'at', 'epoch', 'rate', 'wMax', 'lastDecrease', 'meter', 'plateau',
-  'ok', 'pausedAt', 'before', 'tally', 'low' }
+  'ok', 'pausedAt', 'before', 'tally', 'low', 'stated' }
 local B = 500
 local S = 0.8
 
@@ -65,6 +65,7 @@ local function readState(j)
   for i = 1, 4 do
     if not isnum(j.tally[i]) then return nil end
   end
+  if j.stated == nil then j.stated = 0 elseif not isnum(j.stated) then return nil end
   return j
 end
 
@@ -74,7 +75,7 @@ local function burstOf(s) return BURST or jmax(1, s.rate * cfg.burstSeconds) end
 local function fixedFresh()
   return { tokens = BURST or 1, at = now, epoch = 0, rate = 0, wMax = 0, lastDecrease = 0,
     meter = NULL, plateau = 0, ok = NULL, pausedAt = 0, before = 0, tally = { 0, 0, 0, 0 },
-    low = 0 }
+    low = 0, stated = 0 }
 end
 
 local function engaged(s) return s ~= nil and (RPS ~= nil or s.rate > 0) end
@@ -205,7 +206,7 @@ local function engage(epoch, measured, accepted, fraction)
   return { tokens = 0, at = now, epoch = epoch + 1, rate = rate, wMax = wMax, lastDecrease = now,
     meter = { bucketOf(now), 0, measured }, plateau = plateauOf(rate, wMax),
     ok = { bucketOf(now), 0, accepted }, pausedAt = 0, before = fraction,
-    tally = { 0, 0, 0, 0 }, low = 0 }
+    tally = { 0, 0, 0, 0 }, low = 0, stated = 0 }
 end
 
 local function increase(s)
@@ -288,19 +289,41 @@ local function pause(s, untilAt)
   return p
 end
 
+-- The server's stated rate (the latest statement, else the one kept) bounds the learned rate.
+local function capped(s, told)
+  local stated = told
+  if stated == nil then stated = s.stated end
+  if not (stated > 0) then return s end
+  local cap = jmax(cfg.minRate, stated)
+  if s.rate <= cap and s.wMax <= cap and s.stated == stated then return s end
+  local c = copy(s)
+  c.rate = jmin(s.rate, cap)
+  c.wMax = jmin(s.wMax, cap)
+  c.stated = stated
+  return c
+end
+
 local function feedback()
   local stored = readState(json)
   local s = nil
   if engaged(stored) then s = stored end
   local sentAt = now
   if args.sentAt ~= NULL then sentAt = args.sentAt end
+  local told = nil
+  if args.stated ~= nil and args.stated ~= NULL then told = args.stated end
   local reset = false
   if RPS == nil then
     if s == nil then
       if args.signal ~= 'success' then
         local epoch = 0
         if stored ~= nil then epoch = stored.epoch end
-        s = engage(epoch, args.measured, args.accepted, args.fraction)
+        local sent = args.measured
+        local took = args.accepted
+        if args.signal == 'pause' and told ~= nil and told > 0 then
+          sent = told
+          took = told
+        end
+        s = engage(epoch, sent, took, args.fraction)
         reset = true
       end
     elseif args.signal == 'success' then
@@ -327,6 +350,7 @@ local function feedback()
       end
     end
   end
+  if s ~= nil and RPS == nil then s = capped(s, told) end
   local pauseUntil = args.pauseUntil
   if pauseUntil ~= NULL and pauseUntil > now then
     if s == nil and RPS ~= nil then s = fixedFresh() end
