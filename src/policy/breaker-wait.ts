@@ -170,6 +170,12 @@ export class BreakerWaitingRoom {
     room.rate += 1;
   }
 
+  /** How many requests of `key` wait in this process's room (some may have just left). */
+  waiting(key: string): number {
+    if (this.#rooms.size === 0) return 0;
+    return this.#rooms.get(key)?.queue.length ?? 0;
+  }
+
   /** A verdict was seen for `key`: look again now. */
   wake(key: string): void {
     this.#rooms.get(key)?.wake();

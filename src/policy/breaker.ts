@@ -290,7 +290,11 @@ export class CircuitBreaker {
   }
 
   #peek(key: string, waitMs: number): BreakerPeek | Promise<BreakerPeek> {
-    return this.#run(key, { cfg: this.#cfg, leaseMs: 0, waitMs, peek: true }, (r) =>
+    // The head may become the probe: quick probes only while others wait behind it.
+    const quick = this.#rooms.waiting(key) >= 2;
+    const args: BreakerAdmitArgs = { cfg: this.#cfg, leaseMs: 0, waitMs, peek: true };
+    if (quick) args.quick = true;
+    return this.#run(key, args, (r) =>
       r.ok ? { ok: true, retryAfter: 0 } : { ok: false, retryAfter: r.retryAfter },
     );
   }
@@ -326,7 +330,9 @@ export class CircuitBreaker {
     const lease =
       (Number.isFinite(leaseMs) && leaseMs > 0 ? leaseMs : this.#cfg.maxBreakDuration) +
       PROBE_LEASE_GRACE;
-    const args = this.#admitArgs(lease, waitMs);
+    let args = this.#admitArgs(lease, waitMs);
+    // A request that will wait beside others: the circuit may probe quickly (see waitBreak).
+    if (waitMs > 0 && this.#rooms.waiting(key) >= 1) args = { ...args, quick: true };
     // runOpMaybe inlined: the closed circuit's admission is the hot path of every request.
     const result = this.#store.run(storeKey, breakerAdmit, args, now);
     if (isPromiseLike(result)) return Promise.resolve(result).then((r) => this.#admitted(key, r));
@@ -431,6 +437,8 @@ export class CircuitBreaker {
       outcome,
     };
     if (successes !== undefined) args.successes = successes;
+    // A failed probe with others still waiting: the next probe may come quickly (waitBreak).
+    if (ticket.probe !== null && this.#rooms.waiting(key) >= 1) args.quick = true;
     return this.#record(key, args);
   }
 

@@ -13,6 +13,7 @@ import {
   type WaitEvent,
 } from '../../src/index.js';
 import { breakerDefaults } from '../../src/policy/breaker.js';
+import { type BreakerConfig, type BreakerState, waitBreak } from '../../src/policy/breaker-ops.js';
 import { until } from '../helpers/clock.js';
 import { client } from '../helpers/harness.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
@@ -88,12 +89,20 @@ describe('requests wait out an open circuit that their deadline covers', () => {
       Array.from({ length: 40 }, (_, i) => status(fetch(`${server.url}/${i}`))),
     );
     expect(results).toEqual(Array(40).fill('200'));
-    // While down: the first attempts before the trip, then a probe every probeInterval
-    // (250 ms): about 60 in 15 s, against 40 × 5 retries from a plain loop.
+    // While down: the first attempts before the trip, then the probes. With many waiting,
+    // a tenth of the outage so far apart (at least 50 ms), then every probeInterval
+    // (250 ms): about 76 in 15 s, against 40 × 5 retries from a plain loop.
     const probeInterval = breakerDefaults.probeInterval;
     expect(probeInterval).toBe(250);
+    const cfg = { probeInterval, maxBreakDuration: breakerDefaults.maxBreakDuration };
+    let probes = 0;
+    for (let t = 0; t < 15_000; probes++) {
+      t += waitBreak({ openedAt: 0 } as BreakerState, cfg as BreakerConfig, t, true);
+    }
+    expect(probes).toBeGreaterThan(15_000 / probeInterval);
+    expect(probes).toBeLessThan(80);
     const whileDown = arrivals.filter((t) => t < recoverAt).length;
-    expect(whileDown).toBeLessThanOrEqual(40 + 15_000 / probeInterval + 2);
+    expect(whileDown).toBeLessThanOrEqual(40 + probes + 2);
     // Recovery seen within a probe interval (plus the poll) of the upstream's return.
     const firstOk = arrivals.find((t) => t >= recoverAt)!;
     expect(firstOk - recoverAt).toBeLessThanOrEqual(probeInterval + 70);
@@ -249,13 +258,42 @@ describe('the backlog comes back paced, faster while it succeeds', () => {
     expect(events.wait.some((e) => e.reason === 'circuit-open')).toBe(true);
     const after = arrivals.filter((t) => t >= upAt);
     // About 30 requests waited out the outage. Released at once they would reach the
-    // server within a few ms: paced, no 100 ms after the recovery holds more than a few.
+    // server within a few ms: paced, no 100 ms after the recovery holds more than a fifth
+    // of them (the pace grows while they succeed: up to 60/s here, beside the new 10/s).
     for (const t of after) {
-      expect(after.filter((u) => u >= t && u < t + 100).length).toBeLessThanOrEqual(5);
+      expect(after.filter((u) => u >= t && u < t + 100).length).toBeLessThanOrEqual(6);
     }
     // At the pace before the outage (10/s) the backlog would take 3 s beside the new 10/s;
     // each success raises the pace, so within 2 s of the recovery the backlog and the new
     // requests are all out (30 + 20, against about 40 at the old pace).
     expect(after.filter((t) => t < upAt + 2_000).length).toBeGreaterThanOrEqual(48);
+  });
+});
+
+describe('probes early in an outage come sooner while many wait', () => {
+  test('a 1 s outage with 40 waiting: seen within 100 ms of its end', async () => {
+    const { fetch, server, arrivals, recoverAt } = await outageClient(
+      {
+        retry: 6,
+        timeout: { total: 60_000 },
+        breaker: { consecutiveFailures: 5 },
+        rateLimit: false,
+      },
+      [0, 1_000],
+    );
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => status(fetch(`${server.url}/${i}`))),
+    );
+    expect(results).toEqual(Array(40).fill('200'));
+    // A tenth of the outage so far apart, at least 50 ms: the last probe before the end
+    // goes at most 100 ms before it, so the first answer after it comes within 100 ms
+    // (a steady probeInterval left up to 250 ms).
+    const firstOk = arrivals.find((t) => t >= recoverAt)!;
+    expect(firstOk - recoverAt).toBeLessThanOrEqual(100);
+    // Probes in the outage: after the 40 first attempts, at 50 ms apart at first, then a
+    // tenth of the time open: about 17 in the second, not one every 50 ms (20).
+    const probes = arrivals.filter((t) => t < recoverAt).length - 40;
+    expect(probes).toBeGreaterThan(1_000 / breakerDefaults.probeInterval);
+    expect(probes).toBeLessThanOrEqual(20);
   });
 });

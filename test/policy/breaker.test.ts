@@ -393,6 +393,44 @@ describe('breaker store operations', () => {
     expect(record('failure', 9_010)).toEqual(['closed', 'open']);
   });
 
+  it('while several wait, the break is a tenth of the outage so far (50 ms to probeInterval); a lone waiter gets probeInterval', () => {
+    type State = Parameters<typeof breakerRecord.apply>[0];
+    // Trip at t = 10 000 (minimumVolume 2): the outage starts there.
+    let state: State = breakerRecord.apply(
+      undefined,
+      { cfg, gen: 0, probe: null, outcome: 'failure' },
+      10_000,
+    ).state;
+    state = breakerRecord.apply(
+      state,
+      { cfg, gen: 0, probe: null, outcome: 'failure' },
+      10_000,
+    ).state;
+    expect(state).toMatchObject({ state: 'open', openedAt: 10_000, openUntil: 15_000 });
+    const waiter = (s: State, now: number, quick: boolean) =>
+      breakerAdmit.apply(s, { cfg, leaseMs: 1_000, waitMs: 5_000, ...(quick && { quick }) }, now);
+    // Several waiting: the 5 s break is cut to 50 ms at once, a lone waiter's to 1 s.
+    expect(waiter(state, 10_010, true).state).toMatchObject({ openUntil: 10_060 });
+    expect(waiter(state, 10_010, false).state).toMatchObject({ openUntil: 11_010 });
+    // The break over (at 15 000, 5 s into the outage), a probe goes and fails, others still
+    // waiting: the next in 500 ms; alone, in probeInterval (1 s).
+    const probeFails = (from: State, at: number, quick: boolean) => {
+      const admitted = breakerAdmit.apply(from, { cfg, leaseMs: 1_000 }, at);
+      const { probe } = admitted.result as { probe: number };
+      expect(probe).not.toBeNull();
+      const args = { cfg, gen: 0, probe, outcome: 'failure' as const, ...(quick && { quick }) };
+      return breakerRecord.apply(admitted.state, args, at).state;
+    };
+    const waiting = waiter(state, 10_010, true).state;
+    const open5s = { ...(waiting as object), openUntil: 15_000 } as State;
+    expect(probeFails(open5s, 15_000, true)).toMatchObject({ openUntil: 15_500, openedAt: 10_000 });
+    expect(probeFails(open5s, 15_000, false)).toMatchObject({ openUntil: 16_000 });
+    // 20 s into it (waiters still there): capped at probeInterval.
+    const later = waiter(open5s, 14_000, true).state;
+    const open20s = { ...(later as object), openUntil: 30_000, waitUntil: 60_000 } as State;
+    expect(probeFails(open20s, 30_000, true)).toMatchObject({ openUntil: 31_000 });
+  });
+
   it('treat an unrecognisable state as a fresh closed circuit', () => {
     const r = breakerAdmit.apply({ nonsense: true }, { cfg, leaseMs: 1_000 }, 0);
     expect(r.result).toEqual({ ok: true, gen: 0, probe: null, change: null });

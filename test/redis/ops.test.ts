@@ -127,9 +127,10 @@ function breakerSteps(cfg: BreakerConfig): fc.Arbitrary<Step[]> {
       lease: fc.integer({ min: 50, max: 6_000 }),
       waitMs: fc.oneof(fc.constant(0), fc.constant(0), ms(1, 3_000)),
       peek: fc.nat(3).map((n) => n === 0),
+      quick: fc.boolean(),
     })
     .map(
-      ({ dt, lease, waitMs, peek }): Step => ({
+      ({ dt, lease, waitMs, peek, quick }): Step => ({
         dt,
         call: () => ({
           op: breakerAdmit as never,
@@ -138,6 +139,7 @@ function breakerSteps(cfg: BreakerConfig): fc.Arbitrary<Step[]> {
             leaseMs: lease,
             ...(waitMs > 0 && { waitMs }),
             ...(peek && { peek: true }),
+            ...(quick && { quick: true }),
           },
         }),
       }),
@@ -154,9 +156,10 @@ function breakerSteps(cfg: BreakerConfig): fc.Arbitrary<Step[]> {
       batch: fc.option(fc.record({ back: fc.nat(12), count: fc.integer({ min: 1, max: 40 }) }), {
         nil: undefined,
       }),
+      quick: fc.boolean(),
     })
     .map(
-      ({ dt, pick, outcome, forged, gen, batch }): Step => ({
+      ({ dt, pick, outcome, forged, gen, batch, quick }): Step => ({
         dt,
         call: (now, history) => {
           const tickets = history.filter(
@@ -176,7 +179,7 @@ function breakerSteps(cfg: BreakerConfig): fc.Arbitrary<Step[]> {
                   ...base,
                   successes: [now - (now % width) - batch.back * width, batch.count],
                 };
-          return { op: breakerRecord as never, args };
+          return { op: breakerRecord as never, args: quick ? { ...args, quick } : args };
         },
       }),
     );

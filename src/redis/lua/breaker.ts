@@ -6,11 +6,11 @@
 const COMMON = `
 local cfg = args.cfg
 local KEEP = jmax(cfg.window, cfg.maxBreakDuration)
-local STATE_KEYS = { 'state', 'gen', 'buckets', 'streak', 'breakMs', 'openUntil', 'probes', 'lastProbe', 'waitUntil' }
+local STATE_KEYS = { 'state', 'gen', 'buckets', 'streak', 'breakMs', 'openUntil', 'probes', 'lastProbe', 'waitUntil', 'openedAt' }
 
 local function closedState(gen, lastProbe)
   return { state = 'closed', gen = gen, buckets = {}, streak = 0, breakMs = 0,
-    openUntil = 0, probes = {}, lastProbe = lastProbe, waitUntil = 0 }
+    openUntil = 0, probes = {}, lastProbe = lastProbe, waitUntil = 0, openedAt = 0 }
 end
 
 -- Anything unrecognisable counts as a fresh closed circuit.
@@ -20,9 +20,20 @@ local function readState(j)
     and isnum(j.streak) and isnum(j.breakMs) and isnum(j.openUntil) and isnum(j.lastProbe) then
     -- States written before waitUntil existed: nobody waits.
     if not isnum(j.waitUntil) then j.waitUntil = 0 end
+    -- ...and before openedAt: probed every probeInterval.
+    if not isnum(j.openedAt) then j.openedAt = 0 end
     return j
   end
   return closedState(0, 0)
+end
+
+-- While requests wait: probeInterval; when several wait (quick), a tenth of the outage so
+-- far, at least 50 ms, at most probeInterval.
+local function waitBreak(s, quick)
+  local longest = jmin(cfg.probeInterval, cfg.maxBreakDuration)
+  if not quick then return longest end
+  local share = (now - s.openedAt) * 0.1
+  return jmin(longest, jmax(jmin(50, longest), share))
 end
 
 local function update(s, result)
@@ -72,7 +83,7 @@ local function admit()
   if waitMs > 0 then
     s = copy(s)
     s.waitUntil = jmax(s.waitUntil, now + waitMs)
-    if s.state == 'open' then s.openUntil = jmin(s.openUntil, now + cfg.probeInterval) end
+    if s.state == 'open' then s.openUntil = jmin(s.openUntil, now + waitBreak(s, args.quick == true)) end
   end
   if s.state == 'open' then
     if now < s.openUntil then
@@ -115,6 +126,7 @@ local function open(s, breakMs)
   o.breakMs = breakMs
   o.openUntil = now + breakMs
   o.probes = {}
+  if s.state == 'closed' then o.openedAt = now end
   return o
 end
 
@@ -137,7 +149,7 @@ local function recordProbe(s)
   if args.outcome == 'failure' then
     local breakMs
     if s.waitUntil > now then
-      breakMs = jmin(cfg.probeInterval, cfg.maxBreakDuration)
+      breakMs = waitBreak(s, args.quick == true)
     else
       breakMs = jmin(cfg.maxBreakDuration, jmax(cfg.breakDuration, s.breakMs * 2))
     end
