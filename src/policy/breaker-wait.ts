@@ -170,6 +170,12 @@ export class BreakerWaitingRoom {
     room.rate += 1;
   }
 
+  /** Whether this process is releasing a backlog of `key` (the circuit closed on its waiters). */
+  releasing(key: string): boolean {
+    if (this.#rooms.size === 0) return false;
+    return this.#rooms.get(key)?.closed ?? false;
+  }
+
   /** How many requests of `key` wait in this process's room (some may have just left). */
   waiting(key: string): number {
     if (this.#rooms.size === 0) return 0;

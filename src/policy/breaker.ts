@@ -285,6 +285,14 @@ export class CircuitBreaker {
    * with `signal.reason` on abort. Waiters of one process share one poll of
    * the store per key.
    */
+  /**
+   * Whether this process is releasing a backlog of `key` after an outage: the
+   * rate limiter then knows its meters were silenced by the outage.
+   */
+  releasing(key: string): boolean {
+    return this.#rooms.releasing(key);
+  }
+
   wait(key: string, maxWait: number, signal?: AbortSignal): Promise<boolean> {
     return this.#rooms.wait(key, maxWait, signal);
   }

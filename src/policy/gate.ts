@@ -19,6 +19,7 @@ import { isInvalidRequest } from '../retry/classify.js';
 import type { ServerPacing } from '../retry/server-delay.js';
 import type { BreakerAdmission, BreakerTicket, CircuitBreaker } from './breaker.js';
 import type { Policies } from './policies.js';
+import type { RateLimitHint } from './rate-limiter.js';
 import { isPromiseLike } from './store-call.js';
 
 /** What the policies granted one attempt. */
@@ -295,7 +296,10 @@ export function feedback(policies: Policies, key: string, gate: Gate, o: Attempt
   }
   if (limiter !== undefined && status !== undefined) {
     try {
-      const hint = pacing === undefined ? { sentAt } : pacingHint(status, pacing, sentAt);
+      const hint: RateLimitHint =
+        pacing === undefined ? { sentAt } : pacingHint(status, pacing, sentAt);
+      // A 429 in the release of a backlog: the limiter's meters were silenced by the outage.
+      if (status === 429 && breaker?.releasing(key) === true) hint.released = true;
       const pending = limiter.onResponse(key, status, hint);
       if (pending !== undefined) pending.catch(noop);
     } catch {

@@ -52,6 +52,12 @@ export interface RateLimitHint {
    */
   rate?: number | undefined;
   /**
+   * The circuit breaker is releasing a backlog of this key after an outage
+   * (a 429 then engages the key at the pace of the last few hundred ms, not
+   * at meters the outage's silence deflated).
+   */
+  released?: boolean | undefined;
+  /**
    * Clock time the attempt was sent. A 429 for a request sent before the
    * last cut does not cut again (one cut per round trip), and one sent
    * before a pause began does not extend it; without it, every 429 counts.
@@ -107,6 +113,11 @@ interface Local {
   readonly window: QuotaWindow;
   /** The refill rate the last response stated (`RateLimitHint.rate`), or `null`. */
   stated: number | null;
+  /** Sends and accepted responses, decayed with a time constant of `RECENT_MS`, as of `*At`. */
+  recentSent: number;
+  recentSentAt: number;
+  recentOk: number;
+  recentOkAt: number;
 }
 
 const OK: RateLimitDecision = Object.freeze({ ok: true, waited: 0 });
@@ -118,6 +129,13 @@ const IDLE_MS = 60_000;
  * noise (issue 9: one early 429 slowed a sequential client to 2 req/s).
  */
 export const ENGAGE_SAMPLES = 10;
+/** Time constant of the recent send and accepted rates (a count decayed by e per this many ms). */
+export const RECENT_MS = 250;
+
+/** A count `ms` later, decayed with the time constant {@link RECENT_MS}. */
+function decayed(count: number, ms: number): number {
+  return ms > 0 ? count * Math.exp(-ms / RECENT_MS) : count;
+}
 export const ENGAGE_SPAN_MS = 500;
 
 /**
@@ -248,7 +266,8 @@ export class RateLimiter {
       const joining = !local.active;
       if (joining && !spent && !this.#enough(local, now)) return;
       local.active = true;
-      return this.#feedback(key, local, 'throttle', pauseUntil, sentAt, joining);
+      const released = joining && hint.released === true;
+      return this.#feedback(key, local, 'throttle', pauseUntil, sentAt, joining, released);
     }
     if (spent) {
       local.active = true;
@@ -267,7 +286,11 @@ export class RateLimiter {
     }
     local.responses++;
     if (refused) local.refused++;
-    else local.accepted = meterCount(local.accepted, now);
+    else {
+      local.accepted = meterCount(local.accepted, now);
+      local.recentOk = decayed(local.recentOk, now - local.recentOkAt) + 1;
+      local.recentOkAt = now;
+    }
   }
 
   #enough(local: Local, now: number): boolean {
@@ -403,6 +426,7 @@ export class RateLimiter {
     pauseUntil: number | null,
     sentAt: number | null,
     joining = false,
+    released = false,
   ): Promise<void> {
     const now = this.#clock.now();
     // Until the counts are halved they span firstAt..now: a mean over that
@@ -410,12 +434,27 @@ export class RateLimiter {
     // (every loop sleeping out a Retry-After, say).
     const span = Math.max(ENGAGE_SPAN_MS, now - local.firstAt) / 1000;
     const mean = (n: number) => (local.halved ? 0 : n / span);
+    // Engaging in the release of a backlog after an outage: also the rates of the last few
+    // hundred ms, so that the backlog engages at its own pace, not at meters the outage's
+    // silence deflated (issue 9: 66/s against a capacity of 120). Not otherwise: at the start
+    // of a quota they would count the server's burst as its rate. A count decayed since each
+    // event over-counts a steady stream by half an event: taken off, 50/s reads 50/s.
+    const recent = (count: number, at: number) =>
+      released ? (Math.max(0, decayed(count, now - at) - 0.5) * 1000) / RECENT_MS : 0;
     const args = {
       cfg: this.#cfg,
       signal,
       pauseUntil,
-      measured: Math.max(meterRate(local.meter, now), mean(local.responses)),
-      accepted: Math.max(meterSettled(local.accepted, now), mean(local.responses - local.refused)),
+      measured: Math.max(
+        meterRate(local.meter, now),
+        mean(local.responses),
+        recent(local.recentSent, local.recentSentAt),
+      ),
+      accepted: Math.max(
+        meterSettled(local.accepted, now),
+        mean(local.responses - local.refused),
+        recent(local.recentOk, local.recentOkAt),
+      ),
       fraction: local.responses > 0 ? local.refused / local.responses : 0,
       sentAt,
       ...(joining && { joining }),
@@ -431,6 +470,8 @@ export class RateLimiter {
     const now = this.#clock.now();
     local.meter = meterCount(local.meter, now);
     local.lastUse = now;
+    local.recentSent = decayed(local.recentSent, now - local.recentSentAt) + 1;
+    local.recentSentAt = now;
   }
 
   #local(key: string): Local {
@@ -453,6 +494,10 @@ export class RateLimiter {
         wake: undefined,
         window: quotaWindow(),
         stated: null,
+        recentSent: 0,
+        recentSentAt: 0,
+        recentOk: 0,
+        recentOkAt: 0,
       };
       this.#keys.set(key, local);
     }

@@ -98,3 +98,25 @@ describe('the waiting room releases its backlog', () => {
     expect(second).toBeLessThanOrEqual(12);
   });
 });
+
+describe('the room says when it releases a backlog', () => {
+  test('releasing: only while the circuit is closed on waiters still in the room', async () => {
+    const circuit = { ok: false };
+    const { clock, r } = room(circuit);
+    await pass(clock, 1_000);
+    expect(r.releasing(KEY)).toBe(false);
+    const released = waiters(r, 30);
+    await pass(clock, 500);
+    // Waiting on an open circuit is not a release.
+    expect(r.releasing(KEY)).toBe(false);
+    circuit.ok = true;
+    await pass(clock, 500);
+    expect(released.count).toBeGreaterThan(0);
+    expect(released.count).toBeLessThan(30);
+    expect(r.releasing(KEY)).toBe(true);
+    // All out at 10/s: the room is gone, and so is the release.
+    await pass(clock, 4_000);
+    expect(released.count).toBe(30);
+    expect(r.releasing(KEY)).toBe(false);
+  });
+});

@@ -651,3 +651,41 @@ describe('RateLimiter, a rate the server states', () => {
     );
   });
 });
+
+describe('RateLimiter, engaging in the release of a backlog', () => {
+  const run = async (released: boolean) => {
+    const clock = fakeClock();
+    const store = memoryStore();
+    const limiter = new RateLimiter(rateLimitDefaults, store, clock);
+    const send = async (status: number) => {
+      const sentAt = clock.now();
+      await limiter.acquire(KEY, 1_000);
+      await limiter.onResponse(KEY, status, { sentAt });
+    };
+    // 20/s for 2 s, then 3.3 s of nothing (the breaker held every request).
+    for (let i = 0; i < 40; i++) {
+      await send(200);
+      await clock.advance(50);
+    }
+    await clock.advance(3_300);
+    // The backlog goes at 100/s for 300 ms, across a meter bucket's end, all accepted.
+    for (let i = 0; i < 30; i++) {
+      await send(200);
+      await clock.advance(10);
+    }
+    await limiter.onResponse(KEY, 429, { sentAt: clock.now() - 5, released });
+    return (store.peek(RATE_KEY_PREFIX + KEY, clock.now()) as RateState).rate;
+  };
+
+  it('engages at the backlog’s own recent pace, not at meters the outage silenced', async () => {
+    // The 500 ms meters say about 32/s (their buckets before the burst were empty); the
+    // burst's pace over the last few hundred ms (a 250 ms time constant) about 68/s.
+    const rate = await run(true);
+    expect(rate).toBeGreaterThan(60);
+    expect(rate).toBeLessThan(100);
+  });
+
+  it('outside a release the meters alone decide: a burst is not taken for a rate', async () => {
+    expect(await run(false)).toBeLessThan(40);
+  });
+});
