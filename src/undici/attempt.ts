@@ -123,17 +123,33 @@ export class Attempt implements Handler {
     opts: Dispatcher.DispatchOptions,
     signal: AbortSignal,
   ): Promise<Attempt> {
+    return new Promise<Attempt>((resolve, reject) =>
+      Attempt.sendWith(dispatch, opts, signal, resolve, reject),
+    );
+  }
+
+  /**
+   * {@link send} with callbacks: `ok` is called from undici's own
+   * `onResponseStart`, so that a response handed back at once reaches the
+   * caller's handler before its body does; `fail` on a failure before the
+   * response (synchronously when `dispatch` throws).
+   */
+  static sendWith(
+    dispatch: Dispatcher.Dispatch,
+    opts: Dispatcher.DispatchOptions,
+    signal: AbortSignal,
+    ok: (attempt: Attempt) => void,
+    fail: (error: unknown) => void,
+  ): void {
     const attempt = new Attempt();
-    return new Promise<Attempt>((resolve, reject) => {
-      attempt.#resolve = resolve;
-      attempt.#reject = reject;
-      signal.addEventListener('abort', () => attempt.#abort(signal.reason), { once: true });
-      try {
-        dispatch(opts, attempt);
-      } catch (error) {
-        attempt.onResponseError(undefined, error as Error);
-      }
-    });
+    attempt.#resolve = ok;
+    attempt.#reject = fail;
+    signal.addEventListener('abort', () => attempt.#abort(signal.reason), { once: true });
+    try {
+      dispatch(opts, attempt);
+    } catch (error) {
+      attempt.onResponseError(undefined, error as Error);
+    }
   }
 
   /** The executor gave up on this attempt before its response (deadline, caller's abort). */

@@ -114,22 +114,28 @@ export function run(
     fail(error);
     return;
   }
-  client.executor.run(call, call).then((attempt) => {
-    if (controller.aborted) {
-      void attempt.discard(Promise.resolve());
-      fail(controller.reason);
-      return;
-    }
-    controller.attempt = attempt;
-    attempt.forward(handler, controller);
-    try {
-      handler.onResponseStart?.(controller, attempt.status, attempt.headers, attempt.statusText);
-    } catch (error) {
-      attempt.fail(error);
-      return;
-    }
-    attempt.flush();
-  }, fail);
+  // A first attempt that succeeds is handed over from undici's own `onResponseStart`.
+  client.executor.runWith(
+    call,
+    call,
+    (attempt) => {
+      if (controller.aborted) {
+        void attempt.discard(Promise.resolve());
+        fail(controller.reason);
+        return;
+      }
+      controller.attempt = attempt;
+      attempt.forward(handler, controller);
+      try {
+        handler.onResponseStart?.(controller, attempt.status, attempt.headers, attempt.statusText);
+      } catch (error) {
+        attempt.fail(error);
+        return;
+      }
+      attempt.flush();
+    },
+    fail,
+  );
 }
 
 /**
@@ -192,6 +198,15 @@ class DispatchCall implements LogicalRequest, Exchange<Attempt> {
 
   send(signal: AbortSignal): Promise<Attempt> {
     return Attempt.send(this.#dispatch, this.#opts, signal);
+  }
+
+  sendWith(
+    signal: AbortSignal,
+    _attempt: number,
+    ok: (attempt: Attempt) => void,
+    fail: (error: unknown) => void,
+  ): void {
+    Attempt.sendWith(this.#dispatch, this.#opts, signal, ok, fail);
   }
 
   status(attempt: Attempt): number {
