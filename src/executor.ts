@@ -18,7 +18,8 @@ import {
   type StaunchListeners,
   type WaitReason,
 } from './events.js';
-import { type Clock, noop, type Random, startTimer } from './internal/clock.js';
+import { type Clock, noop, type Random } from './internal/clock.js';
+import { type Deadline, startDeadline } from './internal/deadlines.js';
 import { redactUrl, scrubbedCause, scrubError } from './internal/redact.js';
 import { linkSignal } from './internal/signals.js';
 import { AbortToken } from './internal/token.js';
@@ -641,13 +642,13 @@ export class Executor {
     // stay linked to `abort` while the body is read, and must not keep the
     // outcome (and so the response) reachable through it.
     let finish: ((outcome: Outcome<R>) => void) | undefined = settled;
-    let cancelTimer = noop;
+    let deadline: Deadline | undefined;
     let unlink = noop;
     const settle = (outcome: Outcome<R>): boolean => {
       const f = finish;
       if (f === undefined) return false;
       finish = undefined;
-      cancelTimer();
+      deadline?.cancel();
       f(outcome);
       return true;
     };
@@ -663,7 +664,7 @@ export class Executor {
     const caller = request.signal;
     if (caller !== undefined) unlink = linkSignal(caller, abort);
     if (Number.isFinite(limit)) {
-      cancelTimer = startTimer(this.#clock, limit, () =>
+      deadline = startDeadline(this.#clock, limit, () =>
         abort(this.#deadline(request, flight.url(), scope, attempt)),
       );
     }
