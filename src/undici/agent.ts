@@ -14,7 +14,7 @@
 import { lookup as dnsLookup } from 'node:dns';
 import type { EventEmitter } from 'node:events';
 import { Agent, buildConnector, Dispatcher } from 'undici';
-import { type ClientOptions, type Runtime, resolveUndiciRuntime } from './client.js';
+import { type ClientOptions, resolveUndiciRuntime, type UndiciRuntime } from './client.js';
 import { passesThrough, run } from './interceptor.js';
 import { isNewApi, LegacyCaller, type LegacyHandler } from './legacy.js';
 import {
@@ -66,10 +66,10 @@ const AGENT_EVENTS: ReadonlySet<string | symbol> = new Set([
 /** The dispatcher `createAgent` returns. */
 class StaunchAgent extends Dispatcher {
   readonly #agent: Agent;
-  readonly #client: Runtime;
+  readonly #client: UndiciRuntime;
   readonly #dispatch: Dispatcher.Dispatch;
 
-  constructor(agent: Agent, client: Runtime) {
+  constructor(agent: Agent, client: UndiciRuntime) {
     super();
     this.#agent = agent;
     this.#client = client;

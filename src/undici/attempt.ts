@@ -7,6 +7,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
+import * as undici from 'undici';
 import { DRAIN_LIMIT } from '../internal/limits.js';
 import { expectSend, markIfStale, type Probe, probe } from './stale.js';
 import type { AbortToken } from './token.js';
@@ -89,9 +90,20 @@ export function deliverError(handler: Handler, controller: Controller, error: Er
 
 const NO_HEADERS: IncomingHttpHeaders = Object.freeze({});
 
+const parseHeaders = undici.util.parseHeaders as (raw: Buffer[]) => IncomingHttpHeaders;
+
+/**
+ * Whether undici's own dispatchers speak the legacy handler API (undici 7:
+ * its `Dispatcher.dispatch` wraps a new-API handler in an `UnwrapHandler`,
+ * which parses the response headers for it). undici 8 speaks the new API
+ * and exports `Dispatcher1Wrapper` for legacy dispatchers.
+ */
+export const LEGACY_CORE: boolean = !('Dispatcher1Wrapper' in undici);
+
 export class Attempt implements Handler {
   status = 0;
-  headers: IncomingHttpHeaders = NO_HEADERS;
+  /** Parsed on first use when undici handed over only the raw headers ({@link CoreHandler}). */
+  #headers: IncomingHttpHeaders | undefined;
   statusText: string | undefined;
   /** undici's raw headers (its `UnwrapHandler` controller carries them), when given. */
   rawHeaders: Buffer[] | undefined;
@@ -108,7 +120,7 @@ export class Attempt implements Handler {
   #chunks: Buffer[] | undefined;
   #held = 0;
   #ended = false;
-  #trailers: IncomingHttpHeaders = NO_HEADERS;
+  #trailers: IncomingHttpHeaders | undefined;
   #error: Error | undefined;
   #pausedByUs = false;
   #caller: { handler: Handler; controller: CallerController } | undefined;
@@ -116,6 +128,39 @@ export class Attempt implements Handler {
   #discarded: (() => void) | undefined;
   /** The caller's handler threw and was given its error (`fail`). */
   #failed = false;
+
+  get headers(): IncomingHttpHeaders {
+    this.#headers ??= this.rawHeaders === undefined ? NO_HEADERS : parseHeaders(this.rawHeaders);
+    return this.#headers;
+  }
+
+  /**
+   * One response header (`name` in lower case), read from the raw headers
+   * when there are any, without parsing them all: what the executor's own
+   * pacing readers need of a success (src/retry/server-delay.ts). Repeated
+   * headers are joined with `, `, as `readHeader` does for a record.
+   */
+  get(name: string): string | undefined {
+    const raw = this.rawHeaders;
+    if (raw === undefined || this.#headers !== undefined) {
+      const value = this.headers[name];
+      return Array.isArray(value) ? value.join(', ') : value;
+    }
+    let found: string | undefined;
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      const key = raw[i]!;
+      if (key.length !== name.length || key.toString('latin1').toLowerCase() !== name) continue;
+      const v = raw[i + 1] as Buffer | Buffer[] | string;
+      const value =
+        typeof v === 'string'
+          ? v
+          : Array.isArray(v)
+            ? v.map((x) => x.toString('latin1')).join(', ')
+            : v.toString('latin1');
+      found = found === undefined ? value : `${found}, ${value}`;
+    }
+    return found;
+  }
 
   /** Dispatches one attempt; resolves at its response headers, rejects on a failure before them. */
   static send(
@@ -140,13 +185,14 @@ export class Attempt implements Handler {
     signal: AbortSignal,
     ok: (attempt: Attempt) => void,
     fail: (error: unknown) => void,
+    core = false,
   ): void {
     const attempt = new Attempt();
     attempt.#resolve = ok;
     attempt.#reject = fail;
     signal.addEventListener('abort', () => attempt.#abort(signal.reason), { once: true });
     try {
-      dispatch(opts, attempt);
+      dispatch(opts, core ? (new CoreHandler(attempt) as unknown as Handler) : attempt);
     } catch (error) {
       attempt.onResponseError(undefined, error as Error);
     }
@@ -171,7 +217,7 @@ export class Attempt implements Handler {
   onResponseStart(
     controller: Controller,
     statusCode: number,
-    headers: IncomingHttpHeaders,
+    headers: IncomingHttpHeaders | undefined,
     statusMessage?: string,
   ): void {
     // 1xx informational responses are not the response.
@@ -179,7 +225,7 @@ export class Attempt implements Handler {
     this.#controller = controller;
     this.#started = true;
     this.status = statusCode;
-    this.headers = headers;
+    this.#headers = headers;
     this.statusText = statusMessage;
     this.rawHeaders = (controller as { rawHeaders?: Buffer[] | null }).rawHeaders ?? undefined;
     const resolve = this.#resolve!;
@@ -222,7 +268,7 @@ export class Attempt implements Handler {
     else this.#chunks.push(chunk);
   }
 
-  onResponseEnd(controller: Controller, trailers: IncomingHttpHeaders): void {
+  onResponseEnd(controller: Controller, trailers: IncomingHttpHeaders | undefined): void {
     this.#ended = true;
     this.rawTrailers = (controller as { rawTrailers?: Buffer[] | null }).rawTrailers ?? undefined;
     this.#trailers = trailers;
@@ -314,7 +360,7 @@ export class Attempt implements Handler {
         deliverError(handler, controller, this.#error);
       } else if (this.#ended) {
         this.#mode = 'done';
-        handler.onResponseEnd?.(controller, this.#trailers);
+        handler.onResponseEnd?.(controller, this.#trailers ?? NO_HEADERS);
       } else if (!controller.paused && (this.#pausedByUs || this.#controller?.paused)) {
         this.#pausedByUs = false;
         this.#controller?.resume();
@@ -362,5 +408,90 @@ export class Attempt implements Handler {
       return;
     }
     this.#controller?.abort(reason);
+  }
+}
+
+/**
+ * An attempt as undici 7's own dispatchers call it (the legacy handler
+ * API), and the controller the attempt drives it through: what undici's
+ * `UnwrapHandler` and `UnwrapController` would be, in one object, except that
+ * the response headers are handed on raw and parsed only if someone reads
+ * them ({@link Attempt.headers}): a success that is handed to a legacy caller
+ * (`undici.request`) is parsed once, by that caller, instead of twice.
+ */
+class CoreHandler implements Controller {
+  readonly #attempt: Attempt;
+  #abort: ((reason?: Error) => void) | undefined;
+  #resume: (() => void) | undefined;
+  #paused = false;
+  #aborted = false;
+  #reason: Error | null = null;
+  rawHeaders: Buffer[] | null = null;
+  rawTrailers: Buffer[] | null = null;
+
+  constructor(attempt: Attempt) {
+    this.#attempt = attempt;
+  }
+
+  get aborted(): boolean {
+    return this.#aborted;
+  }
+
+  get paused(): boolean {
+    return this.#paused;
+  }
+
+  get reason(): Error | null {
+    return this.#reason;
+  }
+
+  abort(reason: Error): void {
+    if (this.#aborted) return;
+    this.#aborted = true;
+    this.#reason = reason;
+    this.#abort?.(reason);
+  }
+
+  pause(): void {
+    this.#paused = true;
+  }
+
+  resume(): void {
+    if (!this.#paused) return;
+    this.#paused = false;
+    this.#resume?.();
+  }
+
+  onConnect(abort: (reason?: Error) => void): void {
+    this.#abort = abort;
+    this.#attempt.onRequestStart(this);
+  }
+
+  onHeaders(
+    statusCode: number,
+    rawHeaders: Buffer[],
+    resume: () => void,
+    statusMessage?: string,
+  ): boolean {
+    this.#resume = resume;
+    this.rawHeaders = rawHeaders;
+    this.#attempt.onResponseStart(this, statusCode, undefined, statusMessage);
+    return !this.#paused;
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.#attempt.onResponseData(this, chunk);
+    return !this.#paused;
+  }
+
+  onComplete(rawTrailers: Buffer[] | null): void {
+    this.rawTrailers = rawTrailers;
+    const trailers =
+      rawTrailers === null || rawTrailers.length === 0 ? NO_HEADERS : parseHeaders(rawTrailers);
+    this.#attempt.onResponseEnd(this, trailers);
+  }
+
+  onError(error: Error): void {
+    this.#attempt.onResponseError(this, error);
   }
 }

@@ -20,9 +20,11 @@ import type {
 import { describeReplay, type ReplayRequest } from '../replay.js';
 import { idempotencyOf, readRequestOptions } from '../request-options.js';
 import { errorCode } from '../retry/classify.js';
-import { Attempt, CallerController, deliverError } from './attempt.js';
-import { type ClientOptions, type Runtime, resolveUndiciRuntime } from './client.js';
+import type { HeaderSource } from '../retry/server-delay.js';
+import { Attempt, CallerController, deliverError, LEGACY_CORE } from './attempt.js';
+import { type ClientOptions, resolveUndiciRuntime, type UndiciRuntime } from './client.js';
 import { hasHeader, headerPairs, withHeader } from './headers.js';
+import { LegacyCaller } from './legacy.js';
 import { watchSockets } from './stale.js';
 import { AbortToken } from './token.js';
 
@@ -71,7 +73,9 @@ export function retryInterceptor(
 }
 
 /** @internal The interceptor for an already resolved client. */
-export function retryInterceptorFor(client: Runtime): Dispatcher.DispatcherComposeInterceptor {
+export function retryInterceptorFor(
+  client: UndiciRuntime,
+): Dispatcher.DispatcherComposeInterceptor {
   watchSockets();
   return (dispatch) =>
     function staunchRetry(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) {
@@ -91,12 +95,14 @@ export function passesThrough(opts: Dispatcher.DispatchOptions): boolean {
 /**
  * Runs one logical request for `handler` over `dispatch`. `mark`: the
  * attempts carry the `HANDLED` mark, for a staunch layer further down (in a
- * `compose` chain); without it, options are passed on as the caller gave
- * them when nothing has to change.
+ * `compose` chain); without it (`createAgent`, whose `dispatch` is its own
+ * undici `Agent`'s), options are passed on as the caller gave them when
+ * nothing has to change, and on undici 7 the attempts speak its legacy
+ * handler API directly (attempt.ts, `CoreHandler`).
  * @internal
  */
 export function run(
-  client: Runtime,
+  client: UndiciRuntime,
   dispatch: Dispatcher.Dispatch,
   opts: StaunchDispatchOptions,
   handler: Dispatcher.DispatchHandler,
@@ -104,12 +110,14 @@ export function run(
 ): void {
   // The caller's abort before the hand-over: a token, not an AbortController (token.ts).
   const logical = new AbortToken();
+  const legacy = handler instanceof LegacyCaller;
   const controller = new CallerController(logical);
   const fail = (error: unknown): void => deliverError(handler, controller, surface(error));
   let call: DispatchCall;
   try {
     handler.onRequestStart?.(controller, {});
     call = prepare(client, dispatch, opts, logical.signal, mark);
+    call.core = !mark && LEGACY_CORE;
   } catch (error) {
     fail(error);
     return;
@@ -126,8 +134,10 @@ export function run(
       }
       controller.attempt = attempt;
       attempt.forward(handler, controller);
+      // A legacy caller reads the raw headers when there are: none are parsed for it here.
+      const headers = legacy && attempt.rawHeaders !== undefined ? RAW_ONLY : attempt.headers;
       try {
-        handler.onResponseStart?.(controller, attempt.status, attempt.headers, attempt.statusText);
+        handler.onResponseStart?.(controller, attempt.status, headers, attempt.statusText);
       } catch (error) {
         attempt.fail(error);
         return;
@@ -137,6 +147,9 @@ export function run(
     fail,
   );
 }
+
+/** The parsed headers handed to a legacy caller that reads the raw ones (legacy.ts). */
+const RAW_ONLY: IncomingHttpHeaders = Object.freeze({});
 
 /**
  * One dispatch as the executor sees it: the logical request and its
@@ -155,10 +168,15 @@ class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   readonly resendable: (unsent: boolean) => boolean;
   /** `Attempt.send` only listens to its signal: a token does (token.ts). */
   readonly tokenSignal = true;
+  /** Dispatch straight to undici 7's legacy handler API (see {@link run}). */
+  core = false;
+  /** See {@link UndiciRuntime.ownPacing}. */
+  readonly #ownPacing: boolean;
 
   constructor(
     dispatch: Dispatcher.Dispatch,
     opts: Dispatcher.DispatchOptions,
+    ownPacing: boolean,
     fields: {
       method: string;
       url: string;
@@ -171,6 +189,7 @@ class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   ) {
     this.#dispatch = dispatch;
     this.#opts = opts;
+    this.#ownPacing = ownPacing;
     this.method = fields.method;
     this.url = fields.url;
     this.replayable = fields.replayable;
@@ -206,15 +225,19 @@ class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     ok: (attempt: Attempt) => void,
     fail: (error: unknown) => void,
   ): void {
-    Attempt.sendWith(this.#dispatch, this.#opts, signal, ok, fail);
+    Attempt.sendWith(this.#dispatch, this.#opts, signal, ok, fail, this.core);
   }
 
   status(attempt: Attempt): number {
     return attempt.status;
   }
 
-  headers(attempt: Attempt): IncomingHttpHeaders {
-    return attempt.headers;
+  /**
+   * The parsed headers; of a success that only staunch's own pacing readers
+   * will read, the attempt itself, which reads them raw (`Attempt.get`).
+   */
+  headers(attempt: Attempt): HeaderSource {
+    return this.#ownPacing && attempt.status < 400 ? attempt : attempt.headers;
   }
 
   discard(attempt: Attempt, stop: Promise<unknown>): Promise<void> {
@@ -229,7 +252,7 @@ class DispatchCall implements LogicalRequest, Exchange<Attempt> {
 
 /** Builds the logical request (and its exchange) from the dispatch options. */
 function prepare(
-  client: Runtime,
+  client: UndiciRuntime,
   dispatch: Dispatcher.Dispatch,
   opts: StaunchDispatchOptions,
   signal: AbortSignal,
@@ -261,7 +284,7 @@ function prepare(
   else if (base !== opts || headers !== base.headers) {
     attemptOpts = { ...base, headers } as Dispatcher.DispatchOptions;
   }
-  return new DispatchCall(dispatch, attemptOpts, {
+  return new DispatchCall(dispatch, attemptOpts, client.ownPacing === true, {
     method,
     url: `${originOf(base.origin)}${base.path}`,
     replayable,
