@@ -20,30 +20,13 @@ type Handler = Dispatcher.DispatchHandler;
 const HOLD_LIMIT = 1024 * 1024;
 
 /**
- * The controller the caller's handler gets: before the hand-over it aborts
- * the whole logical request; after it, it drives the attempt handed over.
+ * What every controller here keeps (aborted, paused, the reason); what an
+ * abort, a pause and a resume do is the subclass's.
  */
-export class CallerController implements Controller {
+abstract class ControllerState implements Controller {
   #aborted = false;
   #paused = false;
   #reason: Error | null = null;
-  readonly #logical: AbortToken;
-  /** The attempt handed over, once there is one. */
-  attempt: Attempt | undefined;
-
-  constructor(logical: AbortToken) {
-    this.#logical = logical;
-  }
-
-  /** The response's raw headers as undici read them, for a caller on the legacy handler API. */
-  get rawHeaders(): Buffer[] | null {
-    return this.attempt?.rawHeaders ?? null;
-  }
-
-  /** The same for the trailers, once the body has ended. */
-  get rawTrailers(): Buffer[] | null {
-    return this.attempt?.rawTrailers ?? null;
-  }
 
   get aborted(): boolean {
     return this.#aborted;
@@ -61,18 +44,59 @@ export class CallerController implements Controller {
     if (this.#aborted) return;
     this.#aborted = true;
     this.#reason = reason ?? new Error('The request was aborted');
-    if (this.attempt !== undefined) this.attempt.callerAbort(this.#reason);
-    else this.#logical.abort(this.#reason);
+    this.aborting(this.#reason);
   }
 
   pause(): void {
     this.#paused = true;
-    this.attempt?.pauseSocket();
+    this.pausing();
   }
 
   resume(): void {
     if (!this.#paused) return;
     this.#paused = false;
+    this.resuming();
+  }
+
+  protected abstract aborting(reason: Error): void;
+  protected abstract pausing(): void;
+  protected abstract resuming(): void;
+}
+
+/**
+ * The controller the caller's handler gets: before the hand-over it aborts
+ * the whole logical request; after it, it drives the attempt handed over.
+ */
+export class CallerController extends ControllerState {
+  readonly #logical: AbortToken;
+  /** The attempt handed over, once there is one. */
+  attempt: Attempt | undefined;
+
+  constructor(logical: AbortToken) {
+    super();
+    this.#logical = logical;
+  }
+
+  /** The response's raw headers as undici read them, for a caller on the legacy handler API. */
+  get rawHeaders(): Buffer[] | null {
+    return this.attempt?.rawHeaders ?? null;
+  }
+
+  /** The same for the trailers, once the body has ended. */
+  get rawTrailers(): Buffer[] | null {
+    return this.attempt?.rawTrailers ?? null;
+  }
+
+  protected aborting(reason: Error): void {
+    if (this.attempt !== undefined) this.attempt.callerAbort(reason);
+    else this.#logical.abort(reason);
+  }
+
+  protected pausing(): void {
+    this.attempt?.pauseSocket();
+  }
+
+  protected resuming(): void {
     this.attempt?.flush();
   }
 }
@@ -419,46 +443,25 @@ export class Attempt implements Handler {
  * them ({@link Attempt.headers}): a success that is handed to a legacy caller
  * (`undici.request`) is parsed once, by that caller, instead of twice.
  */
-class CoreHandler implements Controller {
+class CoreHandler extends ControllerState {
   readonly #attempt: Attempt;
   #abort: ((reason?: Error) => void) | undefined;
   #resume: (() => void) | undefined;
-  #paused = false;
-  #aborted = false;
-  #reason: Error | null = null;
   rawHeaders: Buffer[] | null = null;
   rawTrailers: Buffer[] | null = null;
 
   constructor(attempt: Attempt) {
+    super();
     this.#attempt = attempt;
   }
 
-  get aborted(): boolean {
-    return this.#aborted;
-  }
-
-  get paused(): boolean {
-    return this.#paused;
-  }
-
-  get reason(): Error | null {
-    return this.#reason;
-  }
-
-  abort(reason: Error): void {
-    if (this.#aborted) return;
-    this.#aborted = true;
-    this.#reason = reason;
+  protected aborting(reason: Error): void {
     this.#abort?.(reason);
   }
 
-  pause(): void {
-    this.#paused = true;
-  }
+  protected pausing(): void {}
 
-  resume(): void {
-    if (!this.#paused) return;
-    this.#paused = false;
+  protected resuming(): void {
     this.#resume?.();
   }
 
@@ -476,12 +479,12 @@ class CoreHandler implements Controller {
     this.#resume = resume;
     this.rawHeaders = rawHeaders;
     this.#attempt.onResponseStart(this, statusCode, undefined, statusMessage);
-    return !this.#paused;
+    return !this.paused;
   }
 
   onData(chunk: Buffer): boolean {
     this.#attempt.onResponseData(this, chunk);
-    return !this.#paused;
+    return !this.paused;
   }
 
   onComplete(rawTrailers: Buffer[] | null): void {
