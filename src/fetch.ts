@@ -125,36 +125,50 @@ interface FetchRuntime extends Runtime {
 type Headers_ = RequestInit['headers'];
 type Init = Omit<StaunchRequestInit, 'staunch' | 'idempotencyKey'>;
 
-async function send(
+/**
+ * One call of the client's fetch. Synchronous up to the executor's promise
+ * (no async frame of its own, no promise adopted through another) unless the
+ * input is a `Request` or the body a FormData to encode, which take a turn
+ * first. A mistake in the arguments is a rejection, never a throw.
+ */
+function send(
   client: FetchRuntime,
   input: string | URL | Request,
   init: StaunchRequestInit | undefined,
 ): Promise<Response> {
-  let url: string;
-  let base: Init;
-  let settings: RequestSettings;
-  if (init === undefined) {
-    base = {};
-    settings = { retry: client.retry, timeout: client.timeout, key: undefined };
-  } else {
-    const { staunch, idempotencyKey, ...rest } = init;
-    base = rest;
-    settings = readRequestOptions(client, staunch, 'init.staunch', {
-      value: idempotencyKey,
-      path: 'init.idempotencyKey',
-    });
-  }
-  let { retry, timeout } = settings;
-
-  if (typeof input === 'string') url = input;
-  else if (input instanceof URL) url = input.href;
-  else if (isRequest(input)) {
-    url = input.url;
-    base = await fromRequest(input, base);
-  } else {
+  try {
+    let base: Init;
+    let settings: RequestSettings;
+    if (init === undefined) {
+      base = {};
+      settings = { retry: client.retry, timeout: client.timeout, key: undefined };
+    } else {
+      const { staunch, idempotencyKey, ...rest } = init;
+      base = rest;
+      settings = readRequestOptions(client, staunch, 'init.staunch', {
+        value: idempotencyKey,
+        path: 'init.idempotencyKey',
+      });
+    }
+    if (typeof input === 'string') return prepared(client, input, base, settings);
+    if (input instanceof URL) return prepared(client, input.href, base, settings);
+    if (isRequest(input)) {
+      return fromRequest(input, base).then((b) => prepared(client, input.url, b, settings));
+    }
     throw new TypeError(`fetch input must be a string, URL or Request, got ${describe(input)}`);
+  } catch (error) {
+    return Promise.reject(error);
   }
+}
 
+/** {@link send} once the input is a URL string and plain init values. Throws on a mistake. */
+function prepared(
+  client: FetchRuntime,
+  url: string,
+  base: Init,
+  settings: RequestSettings,
+): Promise<Response> {
+  let { retry } = settings;
   const method = (base.method ?? 'GET').toUpperCase();
   const layers = client.layers;
   if (layers !== undefined && retry.attempts > 1 && oneLayer(client, layers, method, url, base)) {
@@ -170,18 +184,36 @@ async function send(
   );
   if (key !== undefined) base.headers = withHeader(base.headers, header, key);
 
-  const retries = retry.attempts > 1;
-  let body: AttemptBody | undefined = prepareBody(base.body, retries);
-  let replayBody: unknown;
-  if (body === undefined) {
-    const encoded = await encodeFormData(base.body as FormData);
-    body = encoded.body;
-    replayBody = encoded.body.next();
+  const body = prepareBody(base.body, retry.attempts > 1);
+  const call: Call = { client, url, base, method, replayable, retry, timeout: settings.timeout };
+  if (body !== undefined) return launch(call, body, undefined);
+  return encodeFormData(base.body as FormData).then((encoded) => {
     if (encoded.contentType !== undefined && !hasHeader(base.headers, 'content-type')) {
       base.headers = withHeader(base.headers, 'content-type', encoded.contentType);
     }
-  }
+    return launch(call, encoded.body, encoded.body.next());
+  });
+}
 
+/** What {@link launch} needs of a prepared call. */
+interface Call {
+  readonly client: FetchRuntime;
+  readonly url: string;
+  readonly base: Init;
+  readonly method: string;
+  readonly replayable: boolean;
+  readonly retry: RequestSettings['retry'];
+  readonly timeout: RequestSettings['timeout'];
+}
+
+const statusOf = (response: Response): number => response.status;
+const headersOf = (response: Response): Headers => response.headers;
+
+/** Hands the logical request and its exchange to the executor. */
+function launch(call: Call, attemptBody: AttemptBody, replayBody: unknown): Promise<Response> {
+  const { client, url, base, method, replayable, retry, timeout } = call;
+  const { header } = client.idempotency;
+  const layers = client.layers;
   const signal = base.signal ?? undefined;
   const request: LogicalRequest = {
     method,
@@ -196,30 +228,37 @@ async function send(
       describeReplay(method, url, headerPairs(base.headers), replayBody ?? base.body, header),
   };
   const { transport } = client;
-  const attemptBody = body;
+  const attemptInit = (attemptSignal: AbortSignal, attempt: number): RequestInit => {
+    const attemptInit: RequestInit = {
+      ...base,
+      body: attemptBody.next() as NonNullable<RequestInit['body']>,
+      signal: attemptSignal,
+    };
+    if (layers !== undefined && attempt > 1) {
+      attemptInit.headers = withHeader(base.headers, layers.header, String(attempt - 1));
+    }
+    return attemptInit;
+  };
+  // A request the runtime refused before sending is the caller's mistake (classify.ts).
+  const refused = (error: unknown, attemptSignal: AbortSignal, init: RequestInit): unknown =>
+    attemptSignal.aborted || !refusedByFetch(url, init, error) ? error : markInvalid(error);
   const exchange: Exchange<Response> = {
-    send: (attemptSignal, attempt) => {
-      const attemptInit: RequestInit = {
-        ...base,
-        body: attemptBody.next() as NonNullable<RequestInit['body']>,
-        signal: attemptSignal,
-      };
-      if (layers !== undefined && attempt > 1) {
-        attemptInit.headers = withHeader(base.headers, layers.header, String(attempt - 1));
-      }
-      // A request the runtime refused before sending is the caller's mistake (classify.ts).
-      const refused = (error: unknown): never => {
-        if (attemptSignal.aborted || !refusedByFetch(url, attemptInit, error)) throw error;
-        throw markInvalid(error);
-      };
+    send: (attemptSignal, attempt) =>
+      new Promise((resolve, reject) => exchange.sendWith!(attemptSignal, attempt, resolve, reject)),
+    // One `then` on the transport's promise, where a `send` would add a `catch` and the executor a `then`.
+    sendWith: (attemptSignal, attempt, ok, fail) => {
+      const init = attemptInit(attemptSignal, attempt);
+      let sent: Promise<Response>;
       try {
-        return transport(url, attemptInit).catch(refused);
+        sent = transport(url, init);
       } catch (error) {
-        return refused(error);
+        fail(refused(error, attemptSignal, init));
+        return;
       }
+      sent.then(ok, (error: unknown) => fail(refused(error, attemptSignal, init)));
     },
-    status: (response) => response.status,
-    headers: (response) => response.headers,
+    status: statusOf,
+    headers: headersOf,
     discard: discardResponse,
     resendable: attemptBody.resendable,
     handOver: keepLinkWhileBodyLives,
