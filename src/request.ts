@@ -60,6 +60,12 @@ export interface LogicalRequest {
   timeout: ResolvedTimeoutOptions;
   /** The request's secret values, computed only when an error needs scrubbing. */
   secrets(): readonly string[];
+  /**
+   * The URL's `scheme://authority` exactly as the URL starts with it, when
+   * the adapter has it apart (undici's `origin`): the default policy key
+   * compares it instead of scanning the URL.
+   */
+  origin?: string | undefined;
   /** The body when it is a string, for the policy key (`PolicyRequest.body`). */
   body?: string | undefined;
   /** How to send it again later, for `giveUp` events (replayable requests only). */

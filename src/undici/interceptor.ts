@@ -158,6 +158,7 @@ const RAW_ONLY: IncomingHttpHeaders = Object.freeze({});
 class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   readonly method: string;
   readonly url: string;
+  readonly origin: string;
   readonly replayable: boolean;
   readonly signal: AbortSignal;
   readonly retry: ResolvedRetryOptions;
@@ -179,6 +180,7 @@ class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     ownPacing: boolean,
     fields: {
       method: string;
+      origin: string;
       url: string;
       replayable: boolean;
       signal: AbortSignal;
@@ -191,6 +193,7 @@ class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     this.#opts = opts;
     this.#ownPacing = ownPacing;
     this.method = fields.method;
+    this.origin = fields.origin;
     this.url = fields.url;
     this.replayable = fields.replayable;
     this.signal = fields.signal;
@@ -279,6 +282,7 @@ function prepare(
     randomUUID,
   );
   if (key !== undefined) headers = withHeader(headers, header, key);
+  const origin = originOf(base.origin);
   let attemptOpts: Dispatcher.DispatchOptions = base;
   if (mark) attemptOpts = { ...base, headers, [HANDLED]: true } as Dispatcher.DispatchOptions;
   else if (base !== opts || headers !== base.headers) {
@@ -286,7 +290,8 @@ function prepare(
   }
   return new DispatchCall(dispatch, attemptOpts, client.ownPacing === true, {
     method,
-    url: `${originOf(base.origin)}${base.path}`,
+    origin,
+    url: `${origin}${base.path}`,
     replayable,
     signal,
     retry,
