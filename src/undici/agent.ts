@@ -8,7 +8,9 @@
  * `compose` converts between undici's two handler APIs at each interceptor
  * (the response headers rebuilt as Buffers, then parsed again), which cost
  * 3–9 µs a request; here a legacy caller (`undici.request`) gets the raw
- * headers undici read (legacy.ts), and the attempts need no mark.
+ * headers undici read (legacy.ts), the attempts need no mark, and on undici 7
+ * they speak its legacy API to the `Agent` (attempt.ts, `CoreHandler`), so
+ * the headers are not parsed for staunch before the caller parses them.
  */
 
 import { lookup as dnsLookup } from 'node:dns';
