@@ -9,7 +9,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import * as undici from 'undici';
 import { DRAIN_LIMIT } from '../internal/limits.js';
-import { expectSend, markIfStale, type Probe, probe } from './stale.js';
+import { expectSend, markIfStale, type Probe } from './stale.js';
 import type { AbortToken } from './token.js';
 
 type Controller = Dispatcher.DispatchController;
@@ -133,7 +133,10 @@ export class Attempt implements Handler {
   rawHeaders: Buffer[] | undefined;
   rawTrailers: Buffer[] | undefined;
   #controller: Controller | undefined;
-  readonly #probe: Probe = probe();
+  // Where it went out (stale.ts, `Probe`): kept on the attempt itself, one object fewer.
+  socket: Probe['socket'];
+  reused = false;
+  bytesRead = 0;
   #started = false;
   #resolve: ((attempt: Attempt) => void) | undefined;
   #reject: ((error: unknown) => void) | undefined;
@@ -147,7 +150,9 @@ export class Attempt implements Handler {
   #trailers: IncomingHttpHeaders | undefined;
   #error: Error | undefined;
   #pausedByUs = false;
-  #caller: { handler: Handler; controller: CallerController } | undefined;
+  /** The caller's handler and controller, once the response is handed over. */
+  #handler: Handler | undefined;
+  #callerController: CallerController | undefined;
   #drained = 0;
   #discarded: (() => void) | undefined;
   /** The caller's handler threw and was given its error (`fail`). */
@@ -235,7 +240,7 @@ export class Attempt implements Handler {
       controller.abort(this.#abortReason as Error);
       return;
     }
-    expectSend(this.#probe);
+    expectSend(this);
   }
 
   onResponseStart(
@@ -272,11 +277,12 @@ export class Attempt implements Handler {
         if (this.#drained > DRAIN_LIMIT) this.#stopDiscard();
         return;
       case 'forward': {
-        const caller = this.#caller!;
-        if (this.#chunks?.length || caller.controller.paused) this.#hold(chunk);
+        const handler = this.#handler!;
+        const callerController = this.#callerController!;
+        if (this.#chunks?.length || callerController.paused) this.#hold(chunk);
         else {
           try {
-            caller.handler.onResponseData?.(caller.controller, chunk);
+            handler.onResponseData?.(callerController, chunk);
           } catch (error) {
             this.fail(error);
           }
@@ -302,7 +308,7 @@ export class Attempt implements Handler {
 
   onResponseError(_controller: Controller | undefined, error: Error): void {
     if (!this.#started) {
-      markIfStale(error, this.#probe);
+      markIfStale(error, this);
       const reject = this.#reject;
       this.#resolve = this.#reject = undefined;
       this.#mode = 'done';
@@ -359,15 +365,16 @@ export class Attempt implements Handler {
 
   /** Hands the response to the caller; `flush` then delivers what is held. */
   forward(handler: Handler, controller: CallerController): void {
-    this.#caller = { handler, controller };
+    this.#handler = handler;
+    this.#callerController = controller;
     this.#mode = 'forward';
   }
 
   /** Delivers held chunks, then the end or the error, while the caller is not paused. */
   flush(): void {
-    const caller = this.#caller;
-    if (caller === undefined || this.#mode !== 'forward') return;
-    const { handler, controller } = caller;
+    const handler = this.#handler;
+    const controller = this.#callerController;
+    if (handler === undefined || controller === undefined || this.#mode !== 'forward') return;
     const chunks = this.#chunks;
     try {
       while (chunks !== undefined && chunks.length > 0) {
@@ -404,8 +411,9 @@ export class Attempt implements Handler {
    * an unhandled rejection.
    */
   fail(error: unknown): void {
-    const caller = this.#caller;
-    if (caller === undefined || this.#failed) return;
+    const handler = this.#handler;
+    const controller = this.#callerController;
+    if (handler === undefined || controller === undefined || this.#failed) return;
     this.#failed = true;
     this.#mode = 'done';
     this.#chunks = undefined;
@@ -414,7 +422,7 @@ export class Attempt implements Handler {
       this.#error = reason;
       this.#controller?.abort(reason);
     }
-    deliverError(caller.handler, caller.controller, reason);
+    deliverError(handler, controller, reason);
   }
 
   pauseSocket(): void {
