@@ -13,7 +13,7 @@ import { DRAIN_LIMIT } from './internal/limits.js';
 import { collectSecrets, redactUrl } from './internal/redact.js';
 import { checkObject, describe, keysOf } from './internal/validate.js';
 import { checkHeaderName } from './options.js';
-import { describeReplay } from './replay.js';
+import { describeReplay, type ReplayRequest } from './replay.js';
 import {
   idempotencyOf,
   type RequestSettings,
@@ -185,85 +185,153 @@ function prepared(
   if (key !== undefined) base.headers = withHeader(base.headers, header, key);
 
   const body = prepareBody(base.body, retry.attempts > 1);
-  const call: Call = { client, url, base, method, replayable, retry, timeout: settings.timeout };
-  if (body !== undefined) return launch(call, body, undefined);
+  if (body !== undefined) {
+    return launch(
+      client,
+      base,
+      new FetchCall(client, url, base, method, replayable, retry, settings, body),
+    );
+  }
   return encodeFormData(base.body as FormData).then((encoded) => {
     if (encoded.contentType !== undefined && !hasHeader(base.headers, 'content-type')) {
       base.headers = withHeader(base.headers, 'content-type', encoded.contentType);
     }
-    return launch(call, encoded.body, encoded.body.next());
+    const call = new FetchCall(
+      client,
+      url,
+      base,
+      method,
+      replayable,
+      retry,
+      settings,
+      encoded.body,
+    );
+    call.replayBody = encoded.body.next();
+    return launch(client, base, call);
   });
 }
 
-/** What {@link launch} needs of a prepared call. */
-interface Call {
-  readonly client: FetchRuntime;
-  readonly url: string;
-  readonly base: Init;
+/**
+ * One call of the client's fetch as the executor sees it: the logical
+ * request and its exchange in one object (one allocation on the hot path,
+ * where object literals and their closures were nine).
+ */
+class FetchCall implements LogicalRequest, Exchange<Response> {
   readonly method: string;
+  readonly url: string;
   readonly replayable: boolean;
+  readonly signal: AbortSignal | undefined;
   readonly retry: RequestSettings['retry'];
   readonly timeout: RequestSettings['timeout'];
+  /** The body when it is a string, for the policy key. */
+  readonly body: string | undefined;
+  readonly #client: FetchRuntime;
+  readonly #base: Init;
+  readonly #body: AttemptBody;
+  /** The bytes a FormData body was encoded to, for `replay`. */
+  replayBody: unknown;
+
+  constructor(
+    client: FetchRuntime,
+    url: string,
+    base: Init,
+    method: string,
+    replayable: boolean,
+    retry: RequestSettings['retry'],
+    settings: RequestSettings,
+    body: AttemptBody,
+  ) {
+    this.#client = client;
+    this.url = url;
+    this.#base = base;
+    this.method = method;
+    this.replayable = replayable;
+    this.retry = retry;
+    this.timeout = settings.timeout;
+    this.signal = base.signal ?? undefined;
+    this.body = typeof base.body === 'string' ? base.body : undefined;
+    this.#body = body;
+  }
+
+  secrets(): readonly string[] {
+    return collectSecrets(this.url, headerPairs(this.#base.headers));
+  }
+
+  replay(): ReplayRequest | undefined {
+    const { method, url } = this;
+    const base = this.#base;
+    const header = this.#client.idempotency.header;
+    return describeReplay(
+      method,
+      url,
+      headerPairs(base.headers),
+      this.replayBody ?? base.body,
+      header,
+    );
+  }
+
+  send(signal: AbortSignal, attempt: number): Promise<Response> {
+    return new Promise((resolve, reject) => this.sendWith(signal, attempt, resolve, reject));
+  }
+
+  /** One `then` on the transport's promise, where a `send` would add a `catch` and the executor a `then`. */
+  sendWith(
+    signal: AbortSignal,
+    attempt: number,
+    ok: (response: Response) => void,
+    fail: (error: unknown) => void,
+  ): void {
+    const { url } = this;
+    const base = this.#base;
+    const init: RequestInit = {
+      ...base,
+      body: this.#body.next() as NonNullable<RequestInit['body']>,
+      signal,
+    };
+    const layers = this.#client.layers;
+    if (layers !== undefined && attempt > 1) {
+      init.headers = withHeader(base.headers, layers.header, String(attempt - 1));
+    }
+    let sent: Promise<Response>;
+    try {
+      sent = this.#client.transport(url, init);
+    } catch (error) {
+      fail(refused(url, signal, init, error));
+      return;
+    }
+    sent.then(ok, (error: unknown) => fail(refused(url, signal, init, error)));
+  }
+
+  status(response: Response): number {
+    return response.status;
+  }
+
+  headers(response: Response): Headers {
+    return response.headers;
+  }
+
+  discard(response: Response, stop: Promise<unknown>): Promise<void> {
+    return discardResponse(response, stop);
+  }
+
+  resendable(unsent: boolean): boolean {
+    return this.#body.resendable(unsent);
+  }
+
+  handOver(response: Response, unlink: () => void): void {
+    keepLinkWhileBodyLives(response, unlink);
+  }
 }
 
-const statusOf = (response: Response): number => response.status;
-const headersOf = (response: Response): Headers => response.headers;
+/** A request the runtime refused before sending is the caller's mistake (classify.ts). */
+function refused(url: string, signal: AbortSignal, init: RequestInit, error: unknown): unknown {
+  return signal.aborted || !refusedByFetch(url, init, error) ? error : markInvalid(error);
+}
 
-/** Hands the logical request and its exchange to the executor. */
-function launch(call: Call, attemptBody: AttemptBody, replayBody: unknown): Promise<Response> {
-  const { client, url, base, method, replayable, retry, timeout } = call;
-  const { header } = client.idempotency;
-  const layers = client.layers;
-  const signal = base.signal ?? undefined;
-  const request: LogicalRequest = {
-    method,
-    url,
-    replayable,
-    signal,
-    retry,
-    timeout,
-    ...(typeof base.body === 'string' && { body: base.body }),
-    secrets: () => collectSecrets(url, headerPairs(base.headers)),
-    replay: () =>
-      describeReplay(method, url, headerPairs(base.headers), replayBody ?? base.body, header),
-  };
-  const { transport } = client;
-  const attemptInit = (attemptSignal: AbortSignal, attempt: number): RequestInit => {
-    const attemptInit: RequestInit = {
-      ...base,
-      body: attemptBody.next() as NonNullable<RequestInit['body']>,
-      signal: attemptSignal,
-    };
-    if (layers !== undefined && attempt > 1) {
-      attemptInit.headers = withHeader(base.headers, layers.header, String(attempt - 1));
-    }
-    return attemptInit;
-  };
-  // A request the runtime refused before sending is the caller's mistake (classify.ts).
-  const refused = (error: unknown, attemptSignal: AbortSignal, init: RequestInit): unknown =>
-    attemptSignal.aborted || !refusedByFetch(url, init, error) ? error : markInvalid(error);
-  const exchange: Exchange<Response> = {
-    send: (attemptSignal, attempt) =>
-      new Promise((resolve, reject) => exchange.sendWith!(attemptSignal, attempt, resolve, reject)),
-    // One `then` on the transport's promise, where a `send` would add a `catch` and the executor a `then`.
-    sendWith: (attemptSignal, attempt, ok, fail) => {
-      const init = attemptInit(attemptSignal, attempt);
-      let sent: Promise<Response>;
-      try {
-        sent = transport(url, init);
-      } catch (error) {
-        fail(refused(error, attemptSignal, init));
-        return;
-      }
-      sent.then(ok, (error: unknown) => fail(refused(error, attemptSignal, init)));
-    },
-    status: statusOf,
-    headers: headersOf,
-    discard: discardResponse,
-    resendable: attemptBody.resendable,
-    handOver: keepLinkWhileBodyLives,
-  };
-  const response = client.executor.run(request, exchange);
+/** Hands the call to the executor. */
+function launch(client: FetchRuntime, base: Init, call: FetchCall): Promise<Response> {
+  const { method, url } = call;
+  const response = client.executor.run(call, call);
   if (client.resume === undefined) return response;
   return withResume(response, client.resume, method, url, base, (headers) =>
     send(client, url, { ...base, headers }),
