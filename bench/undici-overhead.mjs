@@ -17,7 +17,11 @@
  * fetch variants, as ratios to `global-fetch` (Node's own, its bundled undici):
  * - `staunch-undici-fetch`: `createFetch()` of staunch/undici (goal >= 1.5);
  * - `undici-fetch`: npm undici's `fetch` over an `Agent` of the same settings;
- * - `staunch-fetch`: `createFetch()` of staunch over the global fetch.
+ * - `staunch-fetch`: `createFetch()` of staunch over the global fetch;
+ * - `global-fetch-signal`: the global fetch given a fresh `AbortController`
+ *   signal per request, the one thing `staunch-fetch` adds that is the
+ *   transport's cost (in a process of its own, unlike fetch-overhead.mjs's
+ *   `--signal-control`, whose variants share one heap and so one GC).
  *
  * A process per variant matters: the first staunch interceptor subscribes to
  * undici's `undici:client:sendHeaders` channel, which makes undici publish

@@ -35,6 +35,7 @@ export const REQUEST_VARIANTS = [
 ];
 export const FETCH_VARIANTS = [
   'global-fetch',
+  'global-fetch-signal',
   'undici-fetch',
   'staunch-undici-fetch',
   'staunch-fetch',
@@ -69,6 +70,10 @@ async function fetchFor(name) {
     // Nothing here imports npm undici: the global fetch keeps Node's bundled dispatcher.
     case 'global-fetch':
       return globalThis.fetch;
+    // What createFetch hands the global fetch besides the URL: a fresh signal per attempt.
+    case 'global-fetch-signal':
+      return (url, init) =>
+        globalThis.fetch(url, { ...init, body: undefined, signal: new AbortController().signal });
     case 'staunch-fetch':
       return (await load('index.js')).createFetch();
     case 'undici-fetch': {

@@ -18,7 +18,8 @@ import {
   type StaunchListeners,
   type WaitReason,
 } from './events.js';
-import { type Clock, noop, type Random, startTimer } from './internal/clock.js';
+import { type Clock, noop, type Random } from './internal/clock.js';
+import { type Deadline, startDeadline } from './internal/deadlines.js';
 import { redactUrl, scrubbedCause, scrubError } from './internal/redact.js';
 import { linkSignal } from './internal/signals.js';
 import { AbortToken } from './internal/token.js';
@@ -199,8 +200,29 @@ export class Executor {
 
   /** Runs `request` through `exchange` until it succeeds, gives up or runs out of time. */
   run<R>(request: LogicalRequest, exchange: Exchange<R>): Promise<R> {
-    const listener = this.#on.end;
-    if (listener === undefined) return this.#start(request, exchange);
+    if (this.#on.end !== undefined) return this.#ending(request, exchange);
+    return new Promise<R>((resolve, reject) => this.#start(request, exchange, resolve, reject));
+  }
+
+  /**
+   * {@link run} with callbacks: exactly one of `resolve` and `reject` is
+   * called, once, possibly before this returns. With an exchange that has
+   * `sendWith`, a first attempt that succeeds is handed back from the
+   * transport's own callback: no promise, no microtask turn in between.
+   */
+  runWith<R>(
+    request: LogicalRequest,
+    exchange: Exchange<R>,
+    resolve: (response: R) => void,
+    reject: (error: unknown) => void,
+  ): void {
+    if (this.#on.end !== undefined) this.#ending(request, exchange).then(resolve, reject);
+    else this.#start(request, exchange, resolve, reject);
+  }
+
+  /** {@link run} for a client with an `end` listener: counts the attempts, says `end`. */
+  #ending<R>(request: LogicalRequest, exchange: Exchange<R>): Promise<R> {
+    const listener = this.#on.end!;
     const started = this.#clock.now();
     const end = (fields: { status?: number; code?: string }, attempts: number): void =>
       emit(listener, {
@@ -227,7 +249,9 @@ export class Executor {
       }),
       ...(exchange.tokenSignal === true && { tokenSignal: true }),
     };
-    return this.#start(request, counting).then(
+    return new Promise<R>((resolve, reject) =>
+      this.#start(request, counting, resolve, reject),
+    ).then(
       (response) => {
         end({ status: exchange.status(response) }, attempts);
         return response;
@@ -246,9 +270,15 @@ export class Executor {
    * without entering the retry loop (no async frame, no promise of its own,
    * no closures beyond the attempt's). Anything else (an admission that
    * waits, a failure, a status of 400 or more) goes on in {@link #loop},
-   * which does exactly what it would have done from the start.
+   * which does exactly what it would have done from the start. Calls
+   * exactly one of `resolve` and `reject`, once.
    */
-  #start<R>(request: LogicalRequest, exchange: Exchange<R>): Promise<R> {
+  #start<R>(
+    request: LogicalRequest,
+    exchange: Exchange<R>,
+    resolve: (response: R) => void,
+    reject: (error: unknown) => void,
+  ): void {
     const policies = this.#policies;
     let flight: Flight<R>;
     let gate: Gate | Promise<Gate> = OPEN_GATE;
@@ -259,23 +289,29 @@ export class Executor {
       if (policies !== undefined) {
         if (policies.budget !== undefined) deposit(policies.budget, flight.key);
         gate = admit(flight, policies);
-        if (isPromiseLike(gate)) return this.#loop(flight, gate, undefined);
+        if (isPromiseLike(gate)) {
+          this.#loop(flight, gate, undefined).then(resolve, reject);
+          return;
+        }
       }
       started = this.#begin(flight, gate);
     } catch (error) {
-      return Promise.reject(error);
+      reject(error);
+      return;
     }
     const admitted = gate;
-    return new Promise<R>((resolve, reject) => {
-      this.#send(flight, started, (outcome) => {
-        try {
-          const lesson = this.#learn(flight, outcome, admitted, started);
-          if (lesson === undefined) resolve(this.#handOver(flight, outcome));
-          else resolve(this.#loop(flight, undefined, { outcome, lesson }));
-        } catch (error) {
-          reject(error);
-        }
-      });
+    this.#send(flight, started, (outcome) => {
+      let lesson: Lesson | undefined;
+      let response: R;
+      try {
+        lesson = this.#learn(flight, outcome, admitted, started);
+        if (lesson === undefined) response = this.#handOver(flight, outcome);
+      } catch (error) {
+        reject(error);
+        return;
+      }
+      if (lesson === undefined) resolve(response!);
+      else this.#loop(flight, undefined, { outcome, lesson }).then(resolve, reject);
     });
   }
 
@@ -606,13 +642,13 @@ export class Executor {
     // stay linked to `abort` while the body is read, and must not keep the
     // outcome (and so the response) reachable through it.
     let finish: ((outcome: Outcome<R>) => void) | undefined = settled;
-    let cancelTimer = noop;
+    let deadline: Deadline | undefined;
     let unlink = noop;
     const settle = (outcome: Outcome<R>): boolean => {
       const f = finish;
       if (f === undefined) return false;
       finish = undefined;
-      cancelTimer();
+      deadline?.cancel();
       f(outcome);
       return true;
     };
@@ -628,9 +664,27 @@ export class Executor {
     const caller = request.signal;
     if (caller !== undefined) unlink = linkSignal(caller, abort);
     if (Number.isFinite(limit)) {
-      cancelTimer = startTimer(this.#clock, limit, () =>
+      deadline = startDeadline(this.#clock, limit, () =>
         abort(this.#deadline(request, flight.url(), scope, attempt)),
       );
+    }
+    const ok = (response: R): void => {
+      if (!settle({ ok: true, response, unlink })) {
+        void exchange.discard(response, Promise.resolve()).catch(noop);
+      }
+    };
+    const fail = (error: unknown): void => {
+      if (finish === undefined) return;
+      unlink();
+      settle({ ok: false, error });
+    };
+    if (exchange.sendWith !== undefined) {
+      try {
+        exchange.sendWith(controller.signal, attempt, ok, fail);
+      } catch (error) {
+        fail(error);
+      }
+      return;
     }
     let sent: Promise<R>;
     try {
@@ -638,18 +692,7 @@ export class Executor {
     } catch (error) {
       sent = Promise.reject(error);
     }
-    sent.then(
-      (response) => {
-        if (!settle({ ok: true, response, unlink })) {
-          void exchange.discard(response, Promise.resolve()).catch(noop);
-        }
-      },
-      (error: unknown) => {
-        if (finish === undefined) return;
-        unlink();
-        settle({ ok: false, error });
-      },
-    );
+    sent.then(ok, fail);
   }
 
   #giveUpOnDeadline(

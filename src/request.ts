@@ -11,6 +11,19 @@ import type { HeaderSource } from './retry/server-delay.js';
 export interface Exchange<R> {
   /** Sends one attempt; must honour `signal`. */
   send(signal: AbortSignal, attempt: number): Promise<R>;
+  /**
+   * Optional, the same as `send` with callbacks instead of a promise: calls
+   * exactly one of `ok` and `fail`, once, possibly before it returns (the
+   * undici adapter calls `ok` from undici's own response callback). Spares
+   * the attempt a promise and a microtask turn; the executor's `runWith`
+   * then hands the response back from that same callback.
+   */
+  sendWith?(
+    signal: AbortSignal,
+    attempt: number,
+    ok: (response: R) => void,
+    fail: (error: unknown) => void,
+  ): void;
   status(response: R): number;
   headers(response: R): HeaderSource;
   /**
@@ -47,6 +60,12 @@ export interface LogicalRequest {
   timeout: ResolvedTimeoutOptions;
   /** The request's secret values, computed only when an error needs scrubbing. */
   secrets(): readonly string[];
+  /**
+   * The URL's `scheme://authority` exactly as the URL starts with it, when
+   * the adapter has it apart (undici's `origin`): the default policy key
+   * compares it instead of scanning the URL.
+   */
+  origin?: string | undefined;
   /** The body when it is a string, for the policy key (`PolicyRequest.body`). */
   body?: string | undefined;
   /** How to send it again later, for `giveUp` events (replayable requests only). */

@@ -158,6 +158,10 @@ export function cachedOriginKey(): PolicyKey {
   let lastPrefix = '';
   let lastKey = '';
   return (request) => {
+    // The undici adapters know the `scheme://authority` apart (request.ts, `origin`): compared
+    // as it is, the URL they built from it need not be flattened.
+    const origin = (request as { origin?: string }).origin;
+    if (origin !== undefined && origin === lastPrefix) return lastKey;
     const url = request.url;
     const n = lastPrefix.length;
     if (n > 0 && url.startsWith(lastPrefix) && (url.length === n || isAuthorityEnd(url, n))) {

@@ -8,13 +8,15 @@
  * `compose` converts between undici's two handler APIs at each interceptor
  * (the response headers rebuilt as Buffers, then parsed again), which cost
  * 3–9 µs a request; here a legacy caller (`undici.request`) gets the raw
- * headers undici read (legacy.ts), and the attempts need no mark.
+ * headers undici read (legacy.ts), the attempts need no mark, and on undici 7
+ * they speak its legacy API to the `Agent` (attempt.ts, `CoreHandler`), so
+ * the headers are not parsed for staunch before the caller parses them.
  */
 
 import { lookup as dnsLookup } from 'node:dns';
 import type { EventEmitter } from 'node:events';
 import { Agent, buildConnector, Dispatcher } from 'undici';
-import { type ClientOptions, type Runtime, resolveUndiciRuntime } from './client.js';
+import { type ClientOptions, resolveUndiciRuntime, type UndiciRuntime } from './client.js';
 import { passesThrough, run } from './interceptor.js';
 import { isNewApi, LegacyCaller, type LegacyHandler } from './legacy.js';
 import {
@@ -66,10 +68,10 @@ const AGENT_EVENTS: ReadonlySet<string | symbol> = new Set([
 /** The dispatcher `createAgent` returns. */
 class StaunchAgent extends Dispatcher {
   readonly #agent: Agent;
-  readonly #client: Runtime;
+  readonly #client: UndiciRuntime;
   readonly #dispatch: Dispatcher.Dispatch;
 
-  constructor(agent: Agent, client: Runtime) {
+  constructor(agent: Agent, client: UndiciRuntime) {
     super();
     this.#agent = agent;
     this.#client = client;

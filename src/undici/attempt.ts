@@ -7,8 +7,9 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
+import * as undici from 'undici';
 import { DRAIN_LIMIT } from '../internal/limits.js';
-import { expectSend, markIfStale, type Probe, probe } from './stale.js';
+import { expectSend, markIfStale, type Probe } from './stale.js';
 import type { AbortToken } from './token.js';
 
 type Controller = Dispatcher.DispatchController;
@@ -19,30 +20,13 @@ type Handler = Dispatcher.DispatchHandler;
 const HOLD_LIMIT = 1024 * 1024;
 
 /**
- * The controller the caller's handler gets: before the hand-over it aborts
- * the whole logical request; after it, it drives the attempt handed over.
+ * What every controller here keeps (aborted, paused, the reason); what an
+ * abort, a pause and a resume do is the subclass's.
  */
-export class CallerController implements Controller {
+abstract class ControllerState implements Controller {
   #aborted = false;
   #paused = false;
   #reason: Error | null = null;
-  readonly #logical: AbortToken;
-  /** The attempt handed over, once there is one. */
-  attempt: Attempt | undefined;
-
-  constructor(logical: AbortToken) {
-    this.#logical = logical;
-  }
-
-  /** The response's raw headers as undici read them, for a caller on the legacy handler API. */
-  get rawHeaders(): Buffer[] | null {
-    return this.attempt?.rawHeaders ?? null;
-  }
-
-  /** The same for the trailers, once the body has ended. */
-  get rawTrailers(): Buffer[] | null {
-    return this.attempt?.rawTrailers ?? null;
-  }
 
   get aborted(): boolean {
     return this.#aborted;
@@ -60,18 +44,59 @@ export class CallerController implements Controller {
     if (this.#aborted) return;
     this.#aborted = true;
     this.#reason = reason ?? new Error('The request was aborted');
-    if (this.attempt !== undefined) this.attempt.callerAbort(this.#reason);
-    else this.#logical.abort(this.#reason);
+    this.aborting(this.#reason);
   }
 
   pause(): void {
     this.#paused = true;
-    this.attempt?.pauseSocket();
+    this.pausing();
   }
 
   resume(): void {
     if (!this.#paused) return;
     this.#paused = false;
+    this.resuming();
+  }
+
+  protected abstract aborting(reason: Error): void;
+  protected abstract pausing(): void;
+  protected abstract resuming(): void;
+}
+
+/**
+ * The controller the caller's handler gets: before the hand-over it aborts
+ * the whole logical request; after it, it drives the attempt handed over.
+ */
+export class CallerController extends ControllerState {
+  readonly #logical: AbortToken;
+  /** The attempt handed over, once there is one. */
+  attempt: Attempt | undefined;
+
+  constructor(logical: AbortToken) {
+    super();
+    this.#logical = logical;
+  }
+
+  /** The response's raw headers as undici read them, for a caller on the legacy handler API. */
+  get rawHeaders(): Buffer[] | null {
+    return this.attempt?.rawHeaders ?? null;
+  }
+
+  /** The same for the trailers, once the body has ended. */
+  get rawTrailers(): Buffer[] | null {
+    return this.attempt?.rawTrailers ?? null;
+  }
+
+  protected aborting(reason: Error): void {
+    if (this.attempt !== undefined) this.attempt.callerAbort(reason);
+    else this.#logical.abort(reason);
+  }
+
+  protected pausing(): void {
+    this.attempt?.pauseSocket();
+  }
+
+  protected resuming(): void {
     this.attempt?.flush();
   }
 }
@@ -89,15 +114,29 @@ export function deliverError(handler: Handler, controller: Controller, error: Er
 
 const NO_HEADERS: IncomingHttpHeaders = Object.freeze({});
 
+const parseHeaders = undici.util.parseHeaders as (raw: Buffer[]) => IncomingHttpHeaders;
+
+/**
+ * Whether undici's own dispatchers speak the legacy handler API (undici 7:
+ * its `Dispatcher.dispatch` wraps a new-API handler in an `UnwrapHandler`,
+ * which parses the response headers for it). undici 8 speaks the new API
+ * and exports `Dispatcher1Wrapper` for legacy dispatchers.
+ */
+export const LEGACY_CORE: boolean = !('Dispatcher1Wrapper' in undici);
+
 export class Attempt implements Handler {
   status = 0;
-  headers: IncomingHttpHeaders = NO_HEADERS;
+  /** Parsed on first use when undici handed over only the raw headers ({@link CoreHandler}). */
+  #headers: IncomingHttpHeaders | undefined;
   statusText: string | undefined;
   /** undici's raw headers (its `UnwrapHandler` controller carries them), when given. */
   rawHeaders: Buffer[] | undefined;
   rawTrailers: Buffer[] | undefined;
   #controller: Controller | undefined;
-  readonly #probe: Probe = probe();
+  // Where it went out (stale.ts, `Probe`): kept on the attempt itself, one object fewer.
+  socket: Probe['socket'];
+  reused = false;
+  bytesRead = 0;
   #started = false;
   #resolve: ((attempt: Attempt) => void) | undefined;
   #reject: ((error: unknown) => void) | undefined;
@@ -108,14 +147,49 @@ export class Attempt implements Handler {
   #chunks: Buffer[] | undefined;
   #held = 0;
   #ended = false;
-  #trailers: IncomingHttpHeaders = NO_HEADERS;
+  #trailers: IncomingHttpHeaders | undefined;
   #error: Error | undefined;
   #pausedByUs = false;
-  #caller: { handler: Handler; controller: CallerController } | undefined;
+  /** The caller's handler and controller, once the response is handed over. */
+  #handler: Handler | undefined;
+  #callerController: CallerController | undefined;
   #drained = 0;
   #discarded: (() => void) | undefined;
   /** The caller's handler threw and was given its error (`fail`). */
   #failed = false;
+
+  get headers(): IncomingHttpHeaders {
+    this.#headers ??= this.rawHeaders === undefined ? NO_HEADERS : parseHeaders(this.rawHeaders);
+    return this.#headers;
+  }
+
+  /**
+   * One response header (`name` in lower case), read from the raw headers
+   * when there are any, without parsing them all: what the executor's own
+   * pacing readers need of a success (src/retry/server-delay.ts). Repeated
+   * headers are joined with `, `, as `readHeader` does for a record.
+   */
+  get(name: string): string | undefined {
+    const raw = this.rawHeaders;
+    if (raw === undefined || this.#headers !== undefined) {
+      const value = this.headers[name];
+      return Array.isArray(value) ? value.join(', ') : value;
+    }
+    let found: string | undefined;
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      const key = raw[i]!;
+      if (key.length !== name.length || key.toString('latin1').toLowerCase() !== name) continue;
+      const v = raw[i + 1] as Buffer | Buffer[] | string;
+      const value =
+        typeof v === 'string'
+          ? v
+          : Array.isArray(v)
+            ? v.map((x) => x.toString('latin1')).join(', ')
+            : v.toString('latin1');
+      found = found === undefined ? value : `${found}, ${value}`;
+    }
+    return found;
+  }
 
   /** Dispatches one attempt; resolves at its response headers, rejects on a failure before them. */
   static send(
@@ -123,17 +197,34 @@ export class Attempt implements Handler {
     opts: Dispatcher.DispatchOptions,
     signal: AbortSignal,
   ): Promise<Attempt> {
+    return new Promise<Attempt>((resolve, reject) =>
+      Attempt.sendWith(dispatch, opts, signal, resolve, reject),
+    );
+  }
+
+  /**
+   * {@link send} with callbacks: `ok` is called from undici's own
+   * `onResponseStart`, so that a response handed back at once reaches the
+   * caller's handler before its body does; `fail` on a failure before the
+   * response (synchronously when `dispatch` throws).
+   */
+  static sendWith(
+    dispatch: Dispatcher.Dispatch,
+    opts: Dispatcher.DispatchOptions,
+    signal: AbortSignal,
+    ok: (attempt: Attempt) => void,
+    fail: (error: unknown) => void,
+    core = false,
+  ): void {
     const attempt = new Attempt();
-    return new Promise<Attempt>((resolve, reject) => {
-      attempt.#resolve = resolve;
-      attempt.#reject = reject;
-      signal.addEventListener('abort', () => attempt.#abort(signal.reason), { once: true });
-      try {
-        dispatch(opts, attempt);
-      } catch (error) {
-        attempt.onResponseError(undefined, error as Error);
-      }
-    });
+    attempt.#resolve = ok;
+    attempt.#reject = fail;
+    signal.addEventListener('abort', () => attempt.#abort(signal.reason), { once: true });
+    try {
+      dispatch(opts, core ? (new CoreHandler(attempt) as unknown as Handler) : attempt);
+    } catch (error) {
+      attempt.onResponseError(undefined, error as Error);
+    }
   }
 
   /** The executor gave up on this attempt before its response (deadline, caller's abort). */
@@ -149,13 +240,13 @@ export class Attempt implements Handler {
       controller.abort(this.#abortReason as Error);
       return;
     }
-    expectSend(this.#probe);
+    expectSend(this);
   }
 
   onResponseStart(
     controller: Controller,
     statusCode: number,
-    headers: IncomingHttpHeaders,
+    headers: IncomingHttpHeaders | undefined,
     statusMessage?: string,
   ): void {
     // 1xx informational responses are not the response.
@@ -163,7 +254,7 @@ export class Attempt implements Handler {
     this.#controller = controller;
     this.#started = true;
     this.status = statusCode;
-    this.headers = headers;
+    this.#headers = headers;
     this.statusText = statusMessage;
     this.rawHeaders = (controller as { rawHeaders?: Buffer[] | null }).rawHeaders ?? undefined;
     const resolve = this.#resolve!;
@@ -186,11 +277,12 @@ export class Attempt implements Handler {
         if (this.#drained > DRAIN_LIMIT) this.#stopDiscard();
         return;
       case 'forward': {
-        const caller = this.#caller!;
-        if (this.#chunks?.length || caller.controller.paused) this.#hold(chunk);
+        const handler = this.#handler!;
+        const callerController = this.#callerController!;
+        if (this.#chunks?.length || callerController.paused) this.#hold(chunk);
         else {
           try {
-            caller.handler.onResponseData?.(caller.controller, chunk);
+            handler.onResponseData?.(callerController, chunk);
           } catch (error) {
             this.fail(error);
           }
@@ -206,7 +298,7 @@ export class Attempt implements Handler {
     else this.#chunks.push(chunk);
   }
 
-  onResponseEnd(controller: Controller, trailers: IncomingHttpHeaders): void {
+  onResponseEnd(controller: Controller, trailers: IncomingHttpHeaders | undefined): void {
     this.#ended = true;
     this.rawTrailers = (controller as { rawTrailers?: Buffer[] | null }).rawTrailers ?? undefined;
     this.#trailers = trailers;
@@ -216,7 +308,7 @@ export class Attempt implements Handler {
 
   onResponseError(_controller: Controller | undefined, error: Error): void {
     if (!this.#started) {
-      markIfStale(error, this.#probe);
+      markIfStale(error, this);
       const reject = this.#reject;
       this.#resolve = this.#reject = undefined;
       this.#mode = 'done';
@@ -273,15 +365,16 @@ export class Attempt implements Handler {
 
   /** Hands the response to the caller; `flush` then delivers what is held. */
   forward(handler: Handler, controller: CallerController): void {
-    this.#caller = { handler, controller };
+    this.#handler = handler;
+    this.#callerController = controller;
     this.#mode = 'forward';
   }
 
   /** Delivers held chunks, then the end or the error, while the caller is not paused. */
   flush(): void {
-    const caller = this.#caller;
-    if (caller === undefined || this.#mode !== 'forward') return;
-    const { handler, controller } = caller;
+    const handler = this.#handler;
+    const controller = this.#callerController;
+    if (handler === undefined || controller === undefined || this.#mode !== 'forward') return;
     const chunks = this.#chunks;
     try {
       while (chunks !== undefined && chunks.length > 0) {
@@ -298,7 +391,7 @@ export class Attempt implements Handler {
         deliverError(handler, controller, this.#error);
       } else if (this.#ended) {
         this.#mode = 'done';
-        handler.onResponseEnd?.(controller, this.#trailers);
+        handler.onResponseEnd?.(controller, this.#trailers ?? NO_HEADERS);
       } else if (!controller.paused && (this.#pausedByUs || this.#controller?.paused)) {
         this.#pausedByUs = false;
         this.#controller?.resume();
@@ -318,8 +411,9 @@ export class Attempt implements Handler {
    * an unhandled rejection.
    */
   fail(error: unknown): void {
-    const caller = this.#caller;
-    if (caller === undefined || this.#failed) return;
+    const handler = this.#handler;
+    const controller = this.#callerController;
+    if (handler === undefined || controller === undefined || this.#failed) return;
     this.#failed = true;
     this.#mode = 'done';
     this.#chunks = undefined;
@@ -328,7 +422,7 @@ export class Attempt implements Handler {
       this.#error = reason;
       this.#controller?.abort(reason);
     }
-    deliverError(caller.handler, caller.controller, reason);
+    deliverError(handler, controller, reason);
   }
 
   pauseSocket(): void {
@@ -346,5 +440,69 @@ export class Attempt implements Handler {
       return;
     }
     this.#controller?.abort(reason);
+  }
+}
+
+/**
+ * An attempt as undici 7's own dispatchers call it (the legacy handler
+ * API), and the controller the attempt drives it through: what undici's
+ * `UnwrapHandler` and `UnwrapController` would be, in one object, except that
+ * the response headers are handed on raw and parsed only if someone reads
+ * them ({@link Attempt.headers}): a success that is handed to a legacy caller
+ * (`undici.request`) is parsed once, by that caller, instead of twice.
+ */
+class CoreHandler extends ControllerState {
+  readonly #attempt: Attempt;
+  #abort: ((reason?: Error) => void) | undefined;
+  #resume: (() => void) | undefined;
+  rawHeaders: Buffer[] | null = null;
+  rawTrailers: Buffer[] | null = null;
+
+  constructor(attempt: Attempt) {
+    super();
+    this.#attempt = attempt;
+  }
+
+  protected aborting(reason: Error): void {
+    this.#abort?.(reason);
+  }
+
+  protected pausing(): void {}
+
+  protected resuming(): void {
+    this.#resume?.();
+  }
+
+  onConnect(abort: (reason?: Error) => void): void {
+    this.#abort = abort;
+    this.#attempt.onRequestStart(this);
+  }
+
+  onHeaders(
+    statusCode: number,
+    rawHeaders: Buffer[],
+    resume: () => void,
+    statusMessage?: string,
+  ): boolean {
+    this.#resume = resume;
+    this.rawHeaders = rawHeaders;
+    this.#attempt.onResponseStart(this, statusCode, undefined, statusMessage);
+    return !this.paused;
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.#attempt.onResponseData(this, chunk);
+    return !this.paused;
+  }
+
+  onComplete(rawTrailers: Buffer[] | null): void {
+    this.rawTrailers = rawTrailers;
+    const trailers =
+      rawTrailers === null || rawTrailers.length === 0 ? NO_HEADERS : parseHeaders(rawTrailers);
+    this.#attempt.onResponseEnd(this, trailers);
+  }
+
+  onError(error: Error): void {
+    this.#attempt.onResponseError(this, error);
   }
 }

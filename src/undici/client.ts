@@ -17,13 +17,23 @@ import { withChannels } from './channels.js';
 export type { ClientOptions, Runtime };
 export { checkListeners };
 
+/** The runtime of the undici adapters. */
+export interface UndiciRuntime extends Runtime {
+  /**
+   * No `pacing` option: the headers of a success are read only by staunch's
+   * own pacing readers, which may read them raw (attempt.ts, `get`).
+   */
+  readonly ownPacing?: boolean;
+}
+
 /**
  * Resolves the core options once, checking their keys (`label` names the
  * options object in messages) and publishing the events on diagnostics channels.
  */
-export function resolveUndiciRuntime(options: unknown, label: string): Runtime {
+export function resolveUndiciRuntime(options: unknown, label: string): UndiciRuntime {
   const o = (
     options === undefined ? {} : checkObject(label, options, CLIENT_KEYS)
   ) as ClientOptions;
-  return resolveRuntime(o, (on) => withChannels(on, true));
+  const runtime = resolveRuntime(o, (on) => withChannels(on, true));
+  return Object.freeze({ ...runtime, ownPacing: o.pacing === undefined });
 }

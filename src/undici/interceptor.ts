@@ -20,9 +20,11 @@ import type {
 import { describeReplay, type ReplayRequest } from '../replay.js';
 import { idempotencyOf, readRequestOptions } from '../request-options.js';
 import { errorCode } from '../retry/classify.js';
-import { Attempt, CallerController, deliverError } from './attempt.js';
-import { type ClientOptions, type Runtime, resolveUndiciRuntime } from './client.js';
+import type { HeaderSource } from '../retry/server-delay.js';
+import { Attempt, CallerController, deliverError, LEGACY_CORE } from './attempt.js';
+import { type ClientOptions, resolveUndiciRuntime, type UndiciRuntime } from './client.js';
 import { hasHeader, headerPairs, withHeader } from './headers.js';
+import { LegacyCaller } from './legacy.js';
 import { watchSockets } from './stale.js';
 import { AbortToken } from './token.js';
 
@@ -71,7 +73,9 @@ export function retryInterceptor(
 }
 
 /** @internal The interceptor for an already resolved client. */
-export function retryInterceptorFor(client: Runtime): Dispatcher.DispatcherComposeInterceptor {
+export function retryInterceptorFor(
+  client: UndiciRuntime,
+): Dispatcher.DispatcherComposeInterceptor {
   watchSockets();
   return (dispatch) =>
     function staunchRetry(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) {
@@ -91,12 +95,14 @@ export function passesThrough(opts: Dispatcher.DispatchOptions): boolean {
 /**
  * Runs one logical request for `handler` over `dispatch`. `mark`: the
  * attempts carry the `HANDLED` mark, for a staunch layer further down (in a
- * `compose` chain); without it, options are passed on as the caller gave
- * them when nothing has to change.
+ * `compose` chain); without it (`createAgent`, whose `dispatch` is its own
+ * undici `Agent`'s), options are passed on as the caller gave them when
+ * nothing has to change, and on undici 7 the attempts speak its legacy
+ * handler API directly (attempt.ts, `CoreHandler`).
  * @internal
  */
 export function run(
-  client: Runtime,
+  client: UndiciRuntime,
   dispatch: Dispatcher.Dispatch,
   opts: StaunchDispatchOptions,
   handler: Dispatcher.DispatchHandler,
@@ -104,33 +110,46 @@ export function run(
 ): void {
   // The caller's abort before the hand-over: a token, not an AbortController (token.ts).
   const logical = new AbortToken();
+  const legacy = handler instanceof LegacyCaller;
   const controller = new CallerController(logical);
   const fail = (error: unknown): void => deliverError(handler, controller, surface(error));
   let call: DispatchCall;
   try {
     handler.onRequestStart?.(controller, {});
     call = prepare(client, dispatch, opts, logical.signal, mark);
+    call.core = !mark && LEGACY_CORE;
   } catch (error) {
     fail(error);
     return;
   }
-  client.executor.run(call, call).then((attempt) => {
-    if (controller.aborted) {
-      void attempt.discard(Promise.resolve());
-      fail(controller.reason);
-      return;
-    }
-    controller.attempt = attempt;
-    attempt.forward(handler, controller);
-    try {
-      handler.onResponseStart?.(controller, attempt.status, attempt.headers, attempt.statusText);
-    } catch (error) {
-      attempt.fail(error);
-      return;
-    }
-    attempt.flush();
-  }, fail);
+  // A first attempt that succeeds is handed over from undici's own `onResponseStart`.
+  client.executor.runWith(
+    call,
+    call,
+    (attempt) => {
+      if (controller.aborted) {
+        void attempt.discard(Promise.resolve());
+        fail(controller.reason);
+        return;
+      }
+      controller.attempt = attempt;
+      attempt.forward(handler, controller);
+      // A legacy caller reads the raw headers when there are: none are parsed for it here.
+      const headers = legacy && attempt.rawHeaders !== undefined ? RAW_ONLY : attempt.headers;
+      try {
+        handler.onResponseStart?.(controller, attempt.status, headers, attempt.statusText);
+      } catch (error) {
+        attempt.fail(error);
+        return;
+      }
+      attempt.flush();
+    },
+    fail,
+  );
 }
+
+/** The parsed headers handed to a legacy caller that reads the raw ones (legacy.ts). */
+const RAW_ONLY: IncomingHttpHeaders = Object.freeze({});
 
 /**
  * One dispatch as the executor sees it: the logical request and its
@@ -139,6 +158,7 @@ export function run(
 class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   readonly method: string;
   readonly url: string;
+  readonly origin: string;
   readonly replayable: boolean;
   readonly signal: AbortSignal;
   readonly retry: ResolvedRetryOptions;
@@ -149,12 +169,18 @@ class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   readonly resendable: (unsent: boolean) => boolean;
   /** `Attempt.send` only listens to its signal: a token does (token.ts). */
   readonly tokenSignal = true;
+  /** Dispatch straight to undici 7's legacy handler API (see {@link run}). */
+  core = false;
+  /** See {@link UndiciRuntime.ownPacing}. */
+  readonly #ownPacing: boolean;
 
   constructor(
     dispatch: Dispatcher.Dispatch,
     opts: Dispatcher.DispatchOptions,
+    ownPacing: boolean,
     fields: {
       method: string;
+      origin: string;
       url: string;
       replayable: boolean;
       signal: AbortSignal;
@@ -165,7 +191,9 @@ class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   ) {
     this.#dispatch = dispatch;
     this.#opts = opts;
+    this.#ownPacing = ownPacing;
     this.method = fields.method;
+    this.origin = fields.origin;
     this.url = fields.url;
     this.replayable = fields.replayable;
     this.signal = fields.signal;
@@ -194,12 +222,25 @@ class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     return Attempt.send(this.#dispatch, this.#opts, signal);
   }
 
+  sendWith(
+    signal: AbortSignal,
+    _attempt: number,
+    ok: (attempt: Attempt) => void,
+    fail: (error: unknown) => void,
+  ): void {
+    Attempt.sendWith(this.#dispatch, this.#opts, signal, ok, fail, this.core);
+  }
+
   status(attempt: Attempt): number {
     return attempt.status;
   }
 
-  headers(attempt: Attempt): IncomingHttpHeaders {
-    return attempt.headers;
+  /**
+   * The parsed headers; of a success that only staunch's own pacing readers
+   * will read, the attempt itself, which reads them raw (`Attempt.get`).
+   */
+  headers(attempt: Attempt): HeaderSource {
+    return this.#ownPacing && attempt.status < 400 ? attempt : attempt.headers;
   }
 
   discard(attempt: Attempt, stop: Promise<unknown>): Promise<void> {
@@ -214,7 +255,7 @@ class DispatchCall implements LogicalRequest, Exchange<Attempt> {
 
 /** Builds the logical request (and its exchange) from the dispatch options. */
 function prepare(
-  client: Runtime,
+  client: UndiciRuntime,
   dispatch: Dispatcher.Dispatch,
   opts: StaunchDispatchOptions,
   signal: AbortSignal,
@@ -241,14 +282,16 @@ function prepare(
     randomUUID,
   );
   if (key !== undefined) headers = withHeader(headers, header, key);
+  const origin = originOf(base.origin);
   let attemptOpts: Dispatcher.DispatchOptions = base;
   if (mark) attemptOpts = { ...base, headers, [HANDLED]: true } as Dispatcher.DispatchOptions;
   else if (base !== opts || headers !== base.headers) {
     attemptOpts = { ...base, headers } as Dispatcher.DispatchOptions;
   }
-  return new DispatchCall(dispatch, attemptOpts, {
+  return new DispatchCall(dispatch, attemptOpts, client.ownPacing === true, {
     method,
-    url: `${originOf(base.origin)}${base.path}`,
+    origin,
+    url: `${origin}${base.path}`,
     replayable,
     signal,
     retry,

@@ -134,6 +134,80 @@ describe('createAgent is a Dispatcher', () => {
   });
 });
 
+describe('a success read raw (undici 7: no header parsed for a legacy caller before its own)', () => {
+  it('the limiter still learns a spent quota from a 200 (X-RateLimit-Remaining: 0, any case)', async () => {
+    const server = await serve((_req, res) => {
+      const reset = Math.ceil((Date.now() + 120_000) / 1000);
+      res.writeHead(200, { 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(reset) });
+      res.end('ok');
+    });
+    const agent = open.add(createAgent({ timeout: { total: 2_000 } }));
+    const first = await request(server.url, { dispatcher: agent });
+    expect(await first.body.text()).toBe('ok');
+    // The window resets in two minutes, past the next request's deadline: refused, never sent.
+    const error = (await rejection(request(server.url, { dispatcher: agent }))) as Error;
+    expect(error.name).toBe('RateLimitedError');
+    expect(server.received).toHaveLength(1);
+  });
+
+  it('a `pacing` reader gets the parsed record of a success, repeated headers and all', async () => {
+    const server = await serve((_req, res) => {
+      res.setHeader('X-Quota', ['1', '2']);
+      res.end('ok');
+    });
+    const seen: unknown[] = [];
+    const agent = open.add(
+      createAgent({
+        pacing: (headers) => {
+          seen.push((headers as Record<string, unknown>)['x-quota']);
+          return undefined;
+        },
+      }),
+    );
+    const res = await request(server.url, { dispatcher: agent });
+    expect(await res.body.text()).toBe('ok');
+    expect(seen).toEqual([['1', '2']]);
+  });
+
+  it('a caller on the new handler API gets the parsed headers and trailers', async () => {
+    const server = await serve((_req, res) => {
+      res.writeHead(200, { 'X-One': 'v', Trailer: 'X-Sum' });
+      res.write('a');
+      res.addTrailers({ 'X-Sum': '42' });
+      res.end('b');
+    });
+    const agent = open.add(createAgent());
+    const url = new URL(server.url);
+    const got = await new Promise<{ headers: unknown; body: string; trailers: unknown }>(
+      (resolve, reject) => {
+        let headers: unknown;
+        let body = '';
+        agent.dispatch(
+          { origin: url.origin, path: '/', method: 'GET' },
+          {
+            onRequestStart() {},
+            onResponseStart(_c, _status, h) {
+              headers = h;
+            },
+            onResponseData(_c, chunk) {
+              body += chunk.toString();
+            },
+            onResponseEnd(_c, trailers) {
+              resolve({ headers, body, trailers });
+            },
+            onResponseError(_c, error) {
+              reject(error);
+            },
+          },
+        );
+      },
+    );
+    expect((got.headers as Record<string, unknown>)['x-one']).toBe('v');
+    expect(got.body).toBe('ab');
+    expect(got.trailers).toEqual({ 'x-sum': '42' });
+  });
+});
+
 describe("attempt 1's signal is a token: aborts still reach undici", () => {
   it("the caller's abort while attempt 1 waits for its headers rejects with its reason and frees the socket", async () => {
     let closed = 0;

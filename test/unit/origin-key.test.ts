@@ -36,6 +36,22 @@ describe('originKey', () => {
     expect(b).toBe(a);
   });
 
+  it("given the URL's origin apart (the undici adapters), answers what the URL alone gives", () => {
+    const key = cachedOriginKey();
+    const plain = cachedOriginKey();
+    const urls: [string, string][] = [
+      ['http://A.example:8080', '/x'],
+      ['http://A.example:8080', '/y?q'],
+      ['http://a.example:8080', '/x'],
+      ['http://A.example:80', '/x'],
+      ['http://A.example:8080', '/z'],
+    ];
+    for (const [origin, path] of urls) {
+      const url = `${origin}${path}`;
+      expect(key({ method: 'GET', url, origin } as never), url).toBe(plain({ method: 'GET', url }));
+    }
+  });
+
   it('stays bounded: past its size it starts over and still answers right', () => {
     const key = cachedOriginKey();
     for (let i = 0; i < 1_000; i++) {

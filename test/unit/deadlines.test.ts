@@ -1,0 +1,154 @@
+import fc from 'fast-check';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { systemClock } from '../../src/internal/clock.js';
+import { startDeadline } from '../../src/internal/deadlines.js';
+
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('startDeadline on the system clock (one timer for deadlines of one duration)', () => {
+  it('fires each deadline at its own time, in order, one timer for all', () => {
+    const fired: [string, number][] = [];
+    const t0 = performance.now();
+    const at = (name: string) => () => fired.push([name, performance.now() - t0]);
+    startDeadline(systemClock, 100, at('a'));
+    vi.advanceTimersByTime(30);
+    startDeadline(systemClock, 100, at('b'));
+    vi.advanceTimersByTime(30);
+    startDeadline(systemClock, 100, at('c'));
+    expect(vi.getTimerCount()).toBe(1);
+    vi.advanceTimersByTime(200);
+    expect(fired).toEqual([
+      ['a', 100],
+      ['b', 130],
+      ['c', 160],
+    ]);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('a cancelled deadline never fires; the timer goes once the list is empty', () => {
+    const fire = vi.fn();
+    const a = startDeadline(systemClock, 100, fire);
+    const b = startDeadline(systemClock, 100, fire);
+    a.cancel();
+    a.cancel(); // idempotent
+    vi.advanceTimersByTime(50);
+    b.cancel();
+    expect(vi.getTimerCount()).toBe(0);
+    vi.advanceTimersByTime(500);
+    expect(fire).not.toHaveBeenCalled();
+  });
+
+  it('a shorter deadline behind a longer one gets its own timer and fires on time', () => {
+    const fired: string[] = [];
+    startDeadline(systemClock, 1000, () => fired.push('long'));
+    const short = startDeadline(systemClock, 10, () => fired.push('short'));
+    expect(vi.getTimerCount()).toBe(2);
+    vi.advanceTimersByTime(10);
+    expect(fired).toEqual(['short']);
+    short.cancel(); // after it fired: nothing to do
+    vi.advanceTimersByTime(990);
+    expect(fired).toEqual(['short', 'long']);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('a deadline set while others fire is still kept on time', () => {
+    const fired: [string, number][] = [];
+    const t0 = performance.now();
+    startDeadline(systemClock, 100, () => {
+      fired.push(['a', performance.now() - t0]);
+      startDeadline(systemClock, 100, () => fired.push(['from a', performance.now() - t0]));
+    });
+    vi.advanceTimersByTime(50);
+    startDeadline(systemClock, 100, () => fired.push(['b', performance.now() - t0]));
+    vi.advanceTimersByTime(500);
+    expect(fired).toEqual([
+      ['a', 100],
+      ['b', 150],
+      ['from a', 200],
+    ]);
+  });
+
+  it('any mix of durations, starts and cancellations: each fires once, at its time, unless cancelled', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            wait: fc.integer({ min: 0, max: 50 }),
+            ms: fc.constantFrom(10, 40, 100),
+            cancelAfter: fc.option(fc.integer({ min: 0, max: 150 }), { nil: undefined }),
+          }),
+          { maxLength: 20 },
+        ),
+        (plan) => {
+          const t0 = performance.now();
+          const fired = new Map<number, number[]>();
+          const starts: number[] = [];
+          let offset = 0;
+          for (const step of plan) {
+            offset += step.wait;
+            starts.push(offset);
+          }
+          // Every start and cancellation on one timeline; at equal times a start comes first.
+          const events = plan.flatMap((step, i) => [
+            { at: starts[i]!, kind: 0, i },
+            ...(step.cancelAfter === undefined
+              ? []
+              : [{ at: starts[i]! + step.cancelAfter, kind: 1, i }]),
+          ]);
+          events.sort((x, y) => x.at - y.at || x.kind - y.kind || x.i - y.i);
+          const deadlines: { cancel(): void }[] = [];
+          for (const e of events) {
+            const now = performance.now() - t0;
+            if (e.at > now) vi.advanceTimersByTime(e.at - now);
+            if (e.kind === 1) deadlines[e.i]!.cancel();
+            else {
+              deadlines[e.i] = startDeadline(systemClock, plan[e.i]!.ms, () => {
+                fired.set(e.i, [...(fired.get(e.i) ?? []), performance.now() - t0]);
+              });
+            }
+          }
+          vi.advanceTimersByTime(1000);
+          for (const [i, step] of plan.entries()) {
+            const due = starts[i]! + step.ms;
+            const cancelledAt =
+              step.cancelAfter === undefined
+                ? Number.POSITIVE_INFINITY
+                : starts[i]! + step.cancelAfter;
+            const times = fired.get(i) ?? [];
+            if (cancelledAt < due) expect(times).toEqual([]);
+            else if (cancelledAt > due) expect(times).toEqual([due]);
+            else expect(times.length).toBeLessThanOrEqual(1);
+          }
+          expect(vi.getTimerCount()).toBe(0);
+        },
+      ),
+    );
+  });
+});
+
+describe('startDeadline on another clock', () => {
+  it('goes through the clock', () => {
+    const fire = vi.fn();
+    let onFire: (() => void) | undefined;
+    const cancel = vi.fn();
+    const clock = {
+      now: () => 0,
+      sleep: () => Promise.resolve(),
+      timer: (_ms: number, f: () => void) => {
+        onFire = f;
+        return cancel;
+      },
+    };
+    const d = startDeadline(clock, 5, fire);
+    expect(vi.getTimerCount()).toBe(0);
+    onFire?.();
+    expect(fire).toHaveBeenCalledOnce();
+    d.cancel();
+    expect(cancel).toHaveBeenCalledOnce();
+  });
+});
