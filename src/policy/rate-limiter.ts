@@ -52,9 +52,10 @@ export interface RateLimitHint {
    */
   rate?: number | undefined;
   /**
-   * The circuit breaker is releasing a backlog of this key after an outage
-   * (a 429 then engages the key at the pace of the last few hundred ms, not
-   * at meters the outage's silence deflated).
+   * The circuit breaker is releasing a backlog of this key after an outage:
+   * a 429 then engages the key at the pace of the last few hundred ms, and
+   * does not cut an engaged key below what it was accepted at over them,
+   * rather than go by meters the outage's silence deflated.
    */
   released?: boolean | undefined;
   /**
@@ -266,7 +267,7 @@ export class RateLimiter {
       const joining = !local.active;
       if (joining && !spent && !this.#enough(local, now)) return;
       local.active = true;
-      const released = joining && hint.released === true;
+      const released = hint.released === true;
       return this.#feedback(key, local, 'throttle', pauseUntil, sentAt, joining, released);
     }
     if (spent) {
@@ -434,10 +435,11 @@ export class RateLimiter {
     // (every loop sleeping out a Retry-After, say).
     const span = Math.max(ENGAGE_SPAN_MS, now - local.firstAt) / 1000;
     const mean = (n: number) => (local.halved ? 0 : n / span);
-    // Engaging in the release of a backlog after an outage: also the rates of the last few
-    // hundred ms, so that the backlog engages at its own pace, not at meters the outage's
-    // silence deflated (issue 9: 66/s against a capacity of 120). Not otherwise: at the start
-    // of a quota they would count the server's burst as its rate. A count decayed since each
+    // A 429 in the release of a backlog after an outage: also the rates of the last few
+    // hundred ms, so that the key engages at the backlog's own pace and a cut stops at what it
+    // was just accepted at, not at meters the outage's silence deflated (issue 9: 66/s against
+    // a capacity of 120; a flapping upstream's drains cut to 0.85 ×). Not otherwise: at the
+    // start of a quota they would count the server's burst as its rate. A count decayed since each
     // event over-counts a steady stream by half an event: taken off, 50/s reads 50/s.
     const recent = (count: number, at: number) =>
       released ? (Math.max(0, decayed(count, now - at) - 0.5) * 1000) / RECENT_MS : 0;

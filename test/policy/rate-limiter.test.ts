@@ -688,4 +688,37 @@ describe('RateLimiter, engaging in the release of a backlog', () => {
   it('outside a release the meters alone decide: a burst is not taken for a rate', async () => {
     expect(await run(false)).toBeLessThan(40);
   });
+
+  it('an engaged key is not cut below what the release was just accepted at', async () => {
+    const cutTo = async (released: boolean) => {
+      const clock = fakeClock();
+      const store = memoryStore();
+      const limiter = new RateLimiter(rateLimitDefaults, store, clock);
+      const send = async (status: number, flag = false) => {
+        const sentAt = clock.now();
+        await limiter.acquire(KEY, 10_000);
+        await limiter.onResponse(KEY, status, { sentAt, released: flag });
+      };
+      // 50/s for 2 s, then a 429: the key engages near 50/s.
+      for (let i = 0; i < 100; i++) {
+        await send(200);
+        await clock.advance(20);
+      }
+      await send(429);
+      // 3 s of outage (nothing sent), then the backlog at 50/s for 400 ms, all accepted.
+      await clock.advance(3_300);
+      for (let i = 0; i < 20; i++) {
+        await send(200);
+        await clock.advance(20);
+      }
+      await send(429, released);
+      return (store.peek(RATE_KEY_PREFIX + KEY, clock.now()) as RateState).rate;
+    };
+    // In the release the floor is what it was just accepted at (about 40/s, a 250 ms time
+    // constant after 400 ms); outside one, the 500 ms meters, which the silence deflated.
+    const inRelease = await cutTo(true);
+    const outside = await cutTo(false);
+    expect(inRelease).toBeGreaterThan(35);
+    expect(outside).toBeLessThan(inRelease * 0.85);
+  });
 });
