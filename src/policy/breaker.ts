@@ -280,12 +280,6 @@ export class CircuitBreaker {
   }
 
   /**
-   * Waits until `key`'s circuit may admit a call again (closed, or a probe
-   * is due), at most `maxWait` ms: `true` then, `false` on timeout. Rejects
-   * with `signal.reason` on abort. Waiters of one process share one poll of
-   * the store per key.
-   */
-  /**
    * Whether this process is releasing a backlog of `key` after an outage: the
    * rate limiter then knows its meters were silenced by the outage.
    */
@@ -293,6 +287,12 @@ export class CircuitBreaker {
     return this.#rooms.releasing(key);
   }
 
+  /**
+   * Waits until `key`'s circuit may admit a call again (closed, or a probe
+   * is due), at most `maxWait` ms: `true` then, `false` on timeout. Rejects
+   * with `signal.reason` on abort. Waiters of one process share one poll of
+   * the store per key.
+   */
   wait(key: string, maxWait: number, signal?: AbortSignal): Promise<boolean> {
     return this.#rooms.wait(key, maxWait, signal);
   }

@@ -130,6 +130,8 @@ const IDLE_MS = 60_000;
  * noise (issue 9: one early 429 slowed a sequential client to 2 req/s).
  */
 export const ENGAGE_SAMPLES = 10;
+export const ENGAGE_SPAN_MS = 500;
+
 /** Time constant of the recent send and accepted rates (a count decayed by e per this many ms). */
 export const RECENT_MS = 250;
 
@@ -137,7 +139,6 @@ export const RECENT_MS = 250;
 function decayed(count: number, ms: number): number {
   return ms > 0 ? count * Math.exp(-ms / RECENT_MS) : count;
 }
-export const ENGAGE_SPAN_MS = 500;
 
 /**
  * The rate limiter for every origin key of one client.
