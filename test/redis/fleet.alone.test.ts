@@ -145,7 +145,15 @@ describe.runIf(ready)('a fleet on one Redis', () => {
         module: member('breaker'),
         store: server.url,
         storeOptions: { prefix, timeout: 5_000, startupTimeout: 30_000 },
-        input: { dist, url: upstream.url, breaker, tag: 'half-open', requests: 20 } as never,
+        input: {
+          dist,
+          url: upstream.url,
+          breaker,
+          tag: 'half-open',
+          requests: 20,
+          redis: server.url,
+          refused: `${prefix}refused`,
+        } as never,
         timeout: 60_000,
       });
       await upstream.seen(1);
@@ -155,6 +163,11 @@ describe.runIf(ready)('a fleet on one Redis', () => {
         return s.state === 'half-open' ? s : undefined;
       });
       expect(refused.probes).toHaveLength(1);
+      // Hold the probe until the 79 others have been answered, however late a member started.
+      await waitFor(
+        async () => (Number(await client.get(`${prefix}refused`)) >= 79 ? true : undefined),
+        60_000,
+      );
       for (const r of release) r();
       const results = (await running.results) as R[];
       await running.stop();

@@ -14,6 +14,13 @@ export default async function breaker({ store, input }) {
     breaker: input.breaker,
     on: { breakerStateChange: (e) => changes.push(`${e.from}>${e.to}`) },
   });
+  // With `input.refused` (a Redis key): each call that ends without a response counts itself
+  // there, so that the test can hold the probe until every other caller has been answered.
+  let counter;
+  if (input.refused !== undefined) {
+    const { Redis } = await import('ioredis');
+    counter = new Redis(input.redis);
+  }
   const outcomes = await Promise.all(
     Array.from({ length: input.requests }, (_, i) =>
       fetch(`${input.url}/${input.tag}/${i}`).then(
@@ -21,10 +28,14 @@ export default async function breaker({ store, input }) {
           await res.arrayBuffer();
           return String(res.status);
         },
-        (error) => error.code ?? 'error',
+        async (error) => {
+          await counter?.incr(input.refused);
+          return error.code ?? 'error';
+        },
       ),
     ),
   );
+  await counter?.quit();
   // The breaker records an outcome after the response is handed back: let those land.
   await new Promise((resolve) => setTimeout(resolve, 300));
   const counts = {};
