@@ -78,6 +78,8 @@ export type BreakerAdmitArgs = {
   peek?: boolean;
   /** With `waitMs`: others wait too, so the break may be the quick one ({@link waitBreak}). */
   quick?: boolean;
+  /** With `quick`: how many wait in the caller's process (shortens the quick break's ceiling). */
+  waiters?: number;
 };
 /** A state transition, `[from, to]`, or `null`. */
 export type BreakerChange = [CircuitState, CircuitState] | null;
@@ -98,6 +100,8 @@ export type BreakerRecordArgs = {
   successes?: [number, number];
   /** A failed probe with others still waiting: the next break may be the quick one ({@link waitBreak}). */
   quick?: boolean;
+  /** With `quick`: how many wait in the caller's process (see {@link waitBreak}). */
+  waiters?: number;
 };
 /** Result of {@link breakerRecord}. */
 export type BreakerRecordResult = { change: BreakerChange };
@@ -129,6 +133,13 @@ function waited(s: BreakerState, now: number): boolean {
 export const PROBE_FLOOR_MS = 50;
 /** While requests wait, the break is at most this share of the outage so far. */
 export const PROBE_SHARE = 0.1;
+/**
+ * With many waiting, the quick break's ceiling is this divided by the waiters
+ * (at least the floor, at most `probeInterval`): a probe spends one attempt of
+ * the waiter that carries it, so the waiters, taking turns, each carry one at
+ * most about once in this many ms.
+ */
+export const PROBE_TURN_MS = 12_000;
 
 /**
  * The break before the next probe while requests wait: `probeInterval`; or,
@@ -138,18 +149,30 @@ export const PROBE_SHARE = 0.1;
  * a steady 250 ms, each of three 1 s outages cost a mean 125 ms of a 1 s
  * drain window). A lone waiter is the probe every time, and each probe is
  * one of its attempts: quick probes would spend them in the outage's first
- * few hundred ms, so it is probed at the steady pace.
+ * few hundred ms, so it is probed at the steady pace. With `waiters` (the
+ * count in the caller's process) the ceiling is {@link PROBE_TURN_MS} ÷
+ * waiters instead, between the floor and `probeInterval`.
  */
 export function waitBreak(
   s: BreakerState,
   cfg: BreakerConfig,
   now: number,
   quick: boolean,
+  waiters = 0,
 ): number {
   const longest = Math.min(cfg.probeInterval, cfg.maxBreakDuration);
   if (!quick) return longest;
+  const floor = Math.min(PROBE_FLOOR_MS, longest);
+  const ceiling =
+    waiters > 0 ? Math.min(longest, Math.max(floor, PROBE_TURN_MS / waiters)) : longest;
   const share = (now - (s.openedAt ?? 0)) * PROBE_SHARE;
-  return Math.min(longest, Math.max(Math.min(PROBE_FLOOR_MS, longest), share));
+  return Math.min(ceiling, Math.max(floor, share));
+}
+
+/** The waiters an op's args report (0 = not said, or not quick). */
+function waitersOf(args: { quick?: boolean; waiters?: number }): number {
+  const n = args.waiters;
+  return args.quick === true && typeof n === 'number' && n > 0 ? n : 0;
 }
 
 /**
@@ -162,11 +185,14 @@ function registerWaiter(
   cfg: BreakerConfig,
   waitMs: number,
   quick: boolean,
+  waiters: number,
   now: number,
 ) {
   const waitUntil = Math.max(s.waitUntil ?? 0, now + waitMs);
   const openUntil =
-    s.state === 'open' ? Math.min(s.openUntil, now + waitBreak(s, cfg, now, quick)) : s.openUntil;
+    s.state === 'open'
+      ? Math.min(s.openUntil, now + waitBreak(s, cfg, now, quick, waiters))
+      : s.openUntil;
   return { ...s, waitUntil, openUntil };
 }
 
@@ -228,9 +254,10 @@ export const breakerAdmit: StoreOperation<BreakerAdmitArgs, BreakerAdmitResult> 
   name: 'staunch.breaker.admit',
   apply(
     json: Json | undefined,
-    { cfg, leaseMs, waitMs = 0, peek = false, quick }: BreakerAdmitArgs,
+    args: BreakerAdmitArgs,
     now: number,
   ): StoreUpdate<BreakerAdmitResult> {
+    const { cfg, leaseMs, waitMs = 0, peek = false, quick } = args;
     const read = readState(json);
     if (read.state === 'closed') {
       return {
@@ -239,7 +266,8 @@ export const breakerAdmit: StoreOperation<BreakerAdmitArgs, BreakerAdmitResult> 
         result: { ok: true, gen: read.gen, probe: null, change: null },
       };
     }
-    const s = waitMs > 0 ? registerWaiter(read, cfg, waitMs, quick === true, now) : read;
+    const s =
+      waitMs > 0 ? registerWaiter(read, cfg, waitMs, quick === true, waitersOf(args), now) : read;
     if (s.state === 'open') {
       if (now < s.openUntil)
         return update(s, cfg, now, { ok: false, retryAfter: s.openUntil - now });
@@ -274,9 +302,10 @@ function open(s: BreakerState, breakMs: number, now: number): BreakerState {
 
 function recordProbe(
   s: BreakerState,
-  { cfg, probe, outcome, quick }: BreakerRecordArgs,
+  args: BreakerRecordArgs,
   now: number,
 ): StoreUpdate<BreakerRecordResult> | undefined {
+  const { cfg, probe, outcome, quick } = args;
   if (s.state !== 'half-open' || !s.probes.some(([id]) => id === probe)) return undefined;
   if (outcome === 'cancelled') {
     const probes = s.probes.filter(([id]) => id !== probe);
@@ -285,10 +314,17 @@ function recordProbe(
   if (outcome === 'failure') {
     // Requests waiting for the verdict: probe again soon, at a steady pace.
     // Nobody waiting: back off, the break doubling up to its ceiling.
-    const breakMs = waited(s, now)
-      ? waitBreak(s, cfg, now, quick === true)
+    const waiting = waited(s, now);
+    const breakMs = waiting
+      ? waitBreak(s, cfg, now, quick === true, waitersOf(args))
       : Math.min(cfg.maxBreakDuration, Math.max(cfg.breakDuration, s.breakMs * 2));
-    return update(open(s, breakMs, now), cfg, now, { change: ['half-open', 'open'] });
+    const next = open(s, breakMs, now);
+    // Several waiting: the break runs from the probe's departure (its id), so probes leave
+    // at that cadence, not at the cadence plus the failed probe's round trip.
+    if (waiting && quick === true && probe !== null) {
+      next.openUntil = Math.max(now, Math.min(next.openUntil, probe + breakMs));
+    }
+    return update(next, cfg, now, { change: ['half-open', 'open'] });
   }
   const closed = closedState(Math.max(now, s.gen + 1), s.lastProbe);
   return update(closed, cfg, now, { change: ['half-open', 'closed'] });

@@ -299,9 +299,12 @@ export class CircuitBreaker {
 
   #peek(key: string, waitMs: number): BreakerPeek | Promise<BreakerPeek> {
     // The head may become the probe: quick probes only while others wait behind it.
-    const quick = this.#rooms.waiting(key) >= 2;
+    const waiters = this.#rooms.waiting(key);
     const args: BreakerAdmitArgs = { cfg: this.#cfg, leaseMs: 0, waitMs, peek: true };
-    if (quick) args.quick = true;
+    if (waiters >= 2) {
+      args.quick = true;
+      args.waiters = waiters;
+    }
     return this.#run(key, args, (r) =>
       r.ok ? { ok: true, retryAfter: 0 } : { ok: false, retryAfter: r.retryAfter },
     );
@@ -340,7 +343,10 @@ export class CircuitBreaker {
       PROBE_LEASE_GRACE;
     let args = this.#admitArgs(lease, waitMs);
     // A request that will wait beside others: the circuit may probe quickly (see waitBreak).
-    if (waitMs > 0 && this.#rooms.waiting(key) >= 1) args = { ...args, quick: true };
+    if (waitMs > 0) {
+      const waiters = this.#rooms.waiting(key);
+      if (waiters >= 1) args = { ...args, quick: true, waiters: waiters + 1 };
+    }
     // runOpMaybe inlined: the closed circuit's admission is the hot path of every request.
     const result = this.#store.run(storeKey, breakerAdmit, args, now);
     if (isPromiseLike(result)) return Promise.resolve(result).then((r) => this.#admitted(key, r));
@@ -446,7 +452,13 @@ export class CircuitBreaker {
     };
     if (successes !== undefined) args.successes = successes;
     // A failed probe with others still waiting: the next probe may come quickly (waitBreak).
-    if (ticket.probe !== null && this.#rooms.waiting(key) >= 1) args.quick = true;
+    if (ticket.probe !== null) {
+      const waiters = this.#rooms.waiting(key);
+      if (waiters >= 1) {
+        args.quick = true;
+        args.waiters = waiters;
+      }
+    }
     return this.#record(key, args);
   }
 

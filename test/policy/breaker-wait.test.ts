@@ -296,4 +296,31 @@ describe('probes early in an outage come sooner while many wait', () => {
     expect(probes).toBeGreaterThan(1_000 / breakerDefaults.probeInterval);
     expect(probes).toBeLessThanOrEqual(20);
   });
+
+  test('a 5 s outage with 300 waiting: probed every 50 ms, seen within 50 ms of its end', async () => {
+    const { fetch, events, server, arrivals, recoverAt } = await outageClient(
+      {
+        retry: 6,
+        timeout: { total: 60_000 },
+        breaker: { consecutiveFailures: 5 },
+        rateLimit: false,
+      },
+      [0, 5_000],
+    );
+    const results = await Promise.all(
+      Array.from({ length: 300 }, (_, i) => status(fetch(`${server.url}/${i}`))),
+    );
+    expect(results).toEqual(Array(300).fill('200'));
+    // 300 waiting: the ceiling is 12 s ÷ 300 = 40 ms, so the 50 ms floor all through (a
+    // steady probeInterval left up to 250 ms after the first 2.5 s); each probe timed from
+    // the last one's departure.
+    const firstOk = arrivals.find((t) => t >= recoverAt)!;
+    expect(firstOk - recoverAt).toBeLessThanOrEqual(50);
+    const probes = arrivals.filter((t) => t < recoverAt).length - 300;
+    expect(probes).toBeGreaterThan(5_000 / breakerDefaults.probeInterval + 20);
+    expect(probes).toBeLessThanOrEqual(5_000 / 50 + 1);
+    // Taking turns: nobody carried more than its share of them.
+    expect(Math.max(...events.end.map((e) => e.attempts))).toBeLessThanOrEqual(3);
+    expect(events.giveUp).toEqual([]);
+  });
 });

@@ -11,7 +11,7 @@ import {
   type ResolvedBreakerOptions,
   resolveBreakerOptions,
 } from '../../src/policy/breaker.js';
-import { breakerAdmit, breakerRecord } from '../../src/policy/breaker-ops.js';
+import { breakerAdmit, breakerRecord, PROBE_TURN_MS } from '../../src/policy/breaker-ops.js';
 import { memoryStore } from '../../src/store/memory.js';
 import type { StateStore } from '../../src/store/store.js';
 import { fakeClock } from '../helpers/clock.js';
@@ -429,6 +429,54 @@ describe('breaker store operations', () => {
     const later = waiter(open5s, 14_000, true).state;
     const open20s = { ...(later as object), openUntil: 30_000, waitUntil: 60_000 } as State;
     expect(probeFails(open20s, 30_000, true)).toMatchObject({ openUntil: 31_000 });
+    // Many waiting: the ceiling is PROBE_TURN_MS ÷ waiters (each carries a probe about once
+    // in 12 s), at least the 50 ms floor: 24 waiters 500 ms, 600 waiters 50 ms.
+    const crowd = (n: number) => {
+      const admitted = breakerAdmit.apply(open20s, { cfg, leaseMs: 1_000 }, 30_000);
+      const { probe } = admitted.result as { probe: number };
+      const args = { cfg, gen: 0, probe, outcome: 'failure' as const, quick: true, waiters: n };
+      return breakerRecord.apply(admitted.state, args, 30_000).state;
+    };
+    expect(PROBE_TURN_MS).toBe(12_000);
+    expect(crowd(24)).toMatchObject({ openUntil: 30_500 });
+    expect(crowd(600)).toMatchObject({ openUntil: 30_050 });
+    expect(crowd(1)).toMatchObject({ openUntil: 31_000 });
+    // Not quick: the waiters say nothing.
+    const alone = breakerAdmit.apply(open20s, { cfg, leaseMs: 1_000 }, 30_000);
+    const aloneProbe = (alone.result as { probe: number }).probe;
+    const aloneArgs = { cfg, gen: 0, probe: aloneProbe, outcome: 'failure' as const, waiters: 600 };
+    expect(breakerRecord.apply(alone.state, aloneArgs, 30_000).state).toMatchObject({
+      openUntil: 31_000,
+    });
+  });
+
+  it("while several wait, time the next probe from the failed one's departure", () => {
+    type State = Parameters<typeof breakerRecord.apply>[0];
+    let state: State;
+    for (let i = 0; i < 2; i++) {
+      state = breakerRecord.apply(state, { cfg, gen: 0, probe: null, outcome: 'failure' }, 0).state;
+    }
+    // 20 s into the outage, 600 waiting: a 50 ms cadence.
+    const waiting = breakerAdmit.apply(
+      state,
+      { cfg, leaseMs: 1_000, waitMs: 60_000, peek: true, quick: true, waiters: 600 },
+      20_000,
+    ).state;
+    const admitted = breakerAdmit.apply(waiting, { cfg, leaseMs: 1_000 }, 20_050);
+    const { probe } = admitted.result as { probe: number };
+    expect(probe).toBe(20_050);
+    const fail = (at: number, quick: boolean) =>
+      breakerRecord.apply(
+        admitted.state,
+        { cfg, gen: 0, probe, outcome: 'failure', ...(quick && { quick, waiters: 600 }) },
+        at,
+      ).state;
+    // Its 503 back after 30 ms: the next may go 50 ms after it left, not 50 ms after the 503.
+    expect(fail(20_080, true)).toMatchObject({ state: 'open', openUntil: 20_100 });
+    // Back after 200 ms: the next may go at once.
+    expect(fail(20_250, true)).toMatchObject({ state: 'open', openUntil: 20_250 });
+    // Not quick: from the failure, at probeInterval.
+    expect(fail(20_080, false)).toMatchObject({ openUntil: 21_080 });
   });
 
   it('treat an unrecognisable state as a fresh closed circuit', () => {

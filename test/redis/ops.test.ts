@@ -128,9 +128,11 @@ function breakerSteps(cfg: BreakerConfig): fc.Arbitrary<Step[]> {
       waitMs: fc.oneof(fc.constant(0), fc.constant(0), ms(1, 3_000)),
       peek: fc.nat(3).map((n) => n === 0),
       quick: fc.boolean(),
+      // The waiters a quick caller reports (0: not said); 7 and 700 give ceilings off the grid.
+      waiters: fc.constantFrom(0, 1, 7, 40, 700),
     })
     .map(
-      ({ dt, lease, waitMs, peek, quick }): Step => ({
+      ({ dt, lease, waitMs, peek, quick, waiters }): Step => ({
         dt,
         call: () => ({
           op: breakerAdmit as never,
@@ -140,6 +142,7 @@ function breakerSteps(cfg: BreakerConfig): fc.Arbitrary<Step[]> {
             ...(waitMs > 0 && { waitMs }),
             ...(peek && { peek: true }),
             ...(quick && { quick: true }),
+            ...(waiters > 0 && { waiters }),
           },
         }),
       }),
@@ -157,9 +160,10 @@ function breakerSteps(cfg: BreakerConfig): fc.Arbitrary<Step[]> {
         nil: undefined,
       }),
       quick: fc.boolean(),
+      waiters: fc.constantFrom(0, 1, 7, 40, 700),
     })
     .map(
-      ({ dt, pick, outcome, forged, gen, batch, quick }): Step => ({
+      ({ dt, pick, outcome, forged, gen, batch, quick, waiters }): Step => ({
         dt,
         call: (now, history) => {
           const tickets = history.filter(
@@ -179,7 +183,8 @@ function breakerSteps(cfg: BreakerConfig): fc.Arbitrary<Step[]> {
                   ...base,
                   successes: [now - (now % width) - batch.back * width, batch.count],
                 };
-          return { op: breakerRecord as never, args: quick ? { ...args, quick } : args };
+          const told = waiters > 0 ? { ...args, waiters } : args;
+          return { op: breakerRecord as never, args: quick ? { ...told, quick } : told };
         },
       }),
     );

@@ -29,11 +29,16 @@ end
 
 -- While requests wait: probeInterval; when several wait (quick), a tenth of the outage so
 -- far, at least 50 ms, at most probeInterval.
+-- With waiters reported: the ceiling is 12000 / waiters (at least the floor).
 local function waitBreak(s, quick)
   local longest = jmin(cfg.probeInterval, cfg.maxBreakDuration)
   if not quick then return longest end
+  local floor = jmin(50, longest)
+  local ceiling = longest
+  local n = args.waiters
+  if isnum(n) and n > 0 then ceiling = jmin(longest, jmax(floor, 12000 / n)) end
   local share = (now - s.openedAt) * 0.1
-  return jmin(longest, jmax(jmin(50, longest), share))
+  return jmin(ceiling, jmax(floor, share))
 end
 
 local function update(s, result)
@@ -148,12 +153,18 @@ local function recordProbe(s)
   end
   if args.outcome == 'failure' then
     local breakMs
-    if s.waitUntil > now then
+    local waiting = s.waitUntil > now
+    if waiting then
       breakMs = waitBreak(s, args.quick == true)
     else
       breakMs = jmin(cfg.maxBreakDuration, jmax(cfg.breakDuration, s.breakMs * 2))
     end
-    return update(open(s, breakMs), obj(RESULT, { change = change('half-open', 'open') }))
+    local nxt = open(s, breakMs)
+    -- Several waiting: the break runs from the probe's departure (its id).
+    if waiting and args.quick == true then
+      nxt.openUntil = jmax(now, jmin(nxt.openUntil, args.probe + breakMs))
+    end
+    return update(nxt, obj(RESULT, { change = change('half-open', 'open') }))
   end
   local closed = closedState(jmax(now, s.gen + 1), s.lastProbe)
   return update(closed, obj(RESULT, { change = change('half-open', 'closed') }))
