@@ -460,6 +460,8 @@ export class RateLimiter {
       ),
       fraction: local.responses > 0 ? local.refused / local.responses : 0,
       sentAt,
+      // Where an engagement's curve heads, ungated: only wMax, never the rate itself.
+      peak: (Math.max(0, decayed(local.recentOk, now - local.recentOkAt) - 0.5) * 1000) / RECENT_MS,
       ...(joining && { joining }),
       ...(local.stated !== null && { stated: local.stated }),
     };

@@ -117,6 +117,11 @@ export type RateFeedbackArgs = {
   joining?: boolean;
   /** The sustained rate the server states for the key, per second, or `null` (absent = null). */
   stated?: number | null;
+  /**
+   * This process's accepted rate over the last few hundred ms, per second: an
+   * engagement's curve regains at least this (absent = 0).
+   */
+  peak?: number;
 };
 /** Result of {@link rateFeedback}: `reset` = outstanding reservations are now void. */
 export type RateFeedbackResult = { engaged: boolean; reset: boolean };

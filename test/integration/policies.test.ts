@@ -11,6 +11,7 @@ import {
   QueueTimeoutError,
 } from '../../src/index.js';
 import { breakerDefaults } from '../../src/policy/breaker.js';
+import { PROBE_FLOOR_MS } from '../../src/policy/breaker-ops.js';
 import { flush, until } from '../helpers/clock.js';
 import { client } from '../helpers/harness.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
@@ -152,13 +153,14 @@ describe('retry budget', () => {
     expect(events.giveUp.filter((e) => e.reason === 'budget').length).toBeGreaterThan(300);
   });
 
-  test('with the defaults (breaker too): retries wait on the open circuit, one probe per probeInterval', async () => {
+  test('with the defaults (breaker too): retries wait on the open circuit, one probe at a time', async () => {
     const { server, results, events, seconds } = await outage({ timeout: { total: 20_000 } });
-    // The first attempts, the budget's retries before the circuit opened, then the probes
-    // (one per probeInterval while requests wait), nothing else.
-    expect(server.received.length).toBeLessThanOrEqual(
-      440 + Math.ceil((seconds * 1000) / breakerDefaults.probeInterval),
-    );
+    // The first attempts, the budget's retries before the circuit opened, then the probes,
+    // nothing else: one at a time, with hundreds waiting one per 50 ms (PROBE_FLOOR_MS; 12 s ÷
+    // 400 waiters is less), with fewer than 48 waiting one per probeInterval.
+    const probes = server.received.length - 440;
+    expect(probes).toBeLessThanOrEqual(Math.ceil((seconds * 1000) / PROBE_FLOOR_MS));
+    expect(probes).toBeGreaterThan((seconds * 1000) / breakerDefaults.probeInterval);
     // Every retry waited for a verdict that never came, and gave up when its deadline could
     // not reach the next probe.
     expect(results.every((r) => r === '503' || r === 'STAUNCH_CIRCUIT_OPEN')).toBe(true);

@@ -68,6 +68,24 @@ describe('rate feedback: engaging and cutting', () => {
     expect(s.wMax).toBeCloseTo(Math.max(rate, measured), 9);
   });
 
+  it('an engagement in a ramp aims its curve at the recent accepted rate', () => {
+    // The meters lag a ramp (140/s sent, 130/s accepted, averaged over half-second buckets);
+    // the last few hundred ms were accepted at 190/s.
+    const s = engagedAt({ measured: 140, accepted: 130, peak: 190 });
+    expect(s.rate).toBe(130);
+    expect(s.wMax).toBe(190);
+    // The curve from 130 passes 190 as after a cut of that depth (one by β takes a second).
+    expect(s.plateau - T0).toBeCloseTo(1_000 * Math.cbrt((1 - 130 / 190) / ADAPTIVE.scale), 2);
+    // A peak under the meters changes nothing; a stated rate is not overridden by it.
+    expect(engagedAt({ measured: 140, accepted: 130, peak: 100 }).wMax).toBe(140);
+    const stated = rateFeedback.apply(
+      undefined,
+      args('pause', { pauseUntil: T0 + 1_000, stated: 20, peak: 190 }),
+      T0,
+    ).state as RateState;
+    expect(stated.wMax).toBe(20);
+  });
+
   it('cuts once per hold-off, for requests sent after the last cut, never below the accepted rate', () => {
     const s = engagedAt({ measured: 100, accepted: 0 });
     const at = T0 + ADAPTIVE.holdoffMs;

@@ -284,9 +284,22 @@ function rateSteps(cfg: RateConfig): fc.Arbitrary<Step[]> {
           { weight: 1, arbitrary: fc.constant(null) },
           { weight: 2, arbitrary: fc.double({ min: 0, max: 12, noNaN: true }) },
         ),
+        // The recent accepted rate an engagement's curve regains (absent, or a rate).
+        peak: fc.option(fc.double({ min: 0, max: 300, noNaN: true }), { nil: undefined }),
       })
       .map(
-        ({ dt, signal, pause, measured, accepted, fraction, sent, joining, stated }): Step => ({
+        ({
+          dt,
+          signal,
+          pause,
+          measured,
+          accepted,
+          fraction,
+          sent,
+          joining,
+          stated,
+          peak,
+        }): Step => ({
           dt,
           call: (now) => ({
             op: rateFeedback as never,
@@ -300,6 +313,7 @@ function rateSteps(cfg: RateConfig): fc.Arbitrary<Step[]> {
               sentAt: sent === null ? null : now + sent,
               ...(joining && { joining }),
               ...(stated !== undefined && { stated }),
+              ...(peak !== undefined && { peak }),
             },
           }),
         }),

@@ -319,11 +319,19 @@ local function feedback()
         if stored ~= nil then epoch = stored.epoch end
         local sent = args.measured
         local took = args.accepted
-        if args.signal == 'pause' and told ~= nil and told > 0 then
+        local stated = args.signal == 'pause' and told ~= nil and told > 0
+        if stated then
           sent = told
           took = told
         end
         s = engage(epoch, sent, took, args.fraction)
+        -- The curve regains at least the recent accepted rate (not a stated one).
+        local peak = args.peak
+        if not isnum(peak) then peak = 0 end
+        if not stated and peak > s.wMax then
+          s.wMax = peak
+          s.plateau = plateauOf(s.rate, peak)
+        end
         reset = true
       end
     elseif args.signal == 'success' then
