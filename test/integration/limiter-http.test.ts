@@ -34,6 +34,39 @@ const drain = async (p: Promise<Response>) => {
   return r.status;
 };
 
+/**
+ * A server with a token-bucket quota of `rate` per (client-clock) second and
+ * `burst` tokens, answering 429 (with `retryAfter`, if given) beyond it; it
+ * logs the client clock of each request it accepted and refused. `start(at)`
+ * fills the bucket at `at`.
+ */
+async function quotaServer(rate: number, burst: number, retryAfter?: string) {
+  let now = () => 0;
+  let tokens = burst;
+  let at = 0;
+  const accepted: number[] = [];
+  const refused: number[] = [];
+  const server = await serve((_req, res) => {
+    const t = now();
+    tokens = Math.min(burst, tokens + ((t - at) * rate) / 1000);
+    at = t;
+    if (tokens >= 1) {
+      tokens -= 1;
+      accepted.push(t);
+    } else {
+      refused.push(t);
+      res.statusCode = 429;
+      if (retryAfter !== undefined) res.setHeader('retry-after', retryAfter);
+    }
+    res.end();
+  });
+  const begin = (clock: { now(): number }) => {
+    now = () => clock.now();
+    at = clock.now();
+  };
+  return { server, accepted, refused, begin };
+}
+
 describe('the adaptive limiter against real servers', () => {
   it('a sequential client answered 404 and 429 Retry-After: 0 in turn keeps its pace', async () => {
     const server = await serve((_req, res, i) => {
@@ -66,29 +99,10 @@ describe('the adaptive limiter against real servers', () => {
 
   it('demand ramping past a 100 req/s quota: the second after the first 429 runs at the quota', async () => {
     const rate = 100;
-    const burst = 10;
-    let c: ReturnType<typeof start> | undefined;
-    let tokens = burst;
-    let at = 0;
-    const accepted: number[] = [];
-    const refused: number[] = [];
-    const server = await serve((_req, res) => {
-      const now = c!.clock.now();
-      tokens = Math.min(burst, tokens + ((now - at) * rate) / 1000);
-      at = now;
-      if (tokens >= 1) {
-        tokens -= 1;
-        accepted.push(now);
-      } else {
-        refused.push(now);
-        res.statusCode = 429;
-      }
-      res.end();
-    });
-    c = start({ retry: 8, timeout: { total: 60_000 }, random: seeded(3) });
-    const { fetch, clock } = c;
+    const { server, accepted, refused, begin } = await quotaServer(rate, 10);
+    const { fetch, clock } = start({ retry: 8, timeout: { total: 60_000 }, random: seeded(3) });
     const t0 = clock.now();
-    at = t0;
+    begin(clock);
     // Open loop: 25 req/s rising to 300 over 3 s, then 300 for 1 s (about 790 requests).
     const sent: Promise<number>[] = [];
     for (let t = 0; t < 4_000; ) {
@@ -113,29 +127,10 @@ describe('the adaptive limiter against real servers', () => {
   it('30 loops under a 40 req/s token-bucket quota keep near the quota for 4 s', async () => {
     const rate = 40;
     const burst = 5;
-    let c: ReturnType<typeof start> | undefined;
-    let tokens = burst;
-    let at = 0;
-    let ok = 0;
-    let tooMany = 0;
-    const server = await serve((_req, res) => {
-      const now = c!.clock.now();
-      tokens = Math.min(burst, tokens + ((now - at) * rate) / 1000);
-      at = now;
-      if (tokens >= 1) {
-        tokens -= 1;
-        ok++;
-      } else {
-        tooMany++;
-        res.statusCode = 429;
-        res.setHeader('retry-after', '1');
-      }
-      res.end();
-    });
+    const { server, accepted, refused, begin } = await quotaServer(rate, burst, '1');
     // Seeded jitter: clients told the same Retry-After spread out, as with Math.random.
-    c = start({ random: seeded(7) });
-    const { fetch, clock } = c;
-    at = clock.now();
+    const { fetch, clock } = start({ random: seeded(7) });
+    begin(clock);
     const until = clock.now() + 4_000;
     let successes = 0;
     await Promise.all(
@@ -146,6 +141,8 @@ describe('the adaptive limiter against real servers', () => {
         }
       }),
     );
+    const ok = accepted.length;
+    const tooMany = refused.length;
     console.info(`token bucket: ${successes} successes, ${tooMany} × 429 for ${ok}`);
     // The most the quota allows in 4 s is burst + 4 × rate = 165.
     expect(successes).toBeGreaterThanOrEqual(120);
