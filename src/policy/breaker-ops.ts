@@ -139,7 +139,7 @@ export const PROBE_SHARE = 0.1;
  * the waiter that carries it, so the waiters, taking turns, each carry one at
  * most about once in this many ms.
  */
-export const PROBE_TURN_MS = 12_000;
+export const PROBE_TURN_MS = 24_000;
 
 /**
  * The break before the next probe while requests wait: `probeInterval`; or,

@@ -156,8 +156,8 @@ describe('retry budget', () => {
   test('with the defaults (breaker too): retries wait on the open circuit, one probe at a time', async () => {
     const { server, results, events, seconds } = await outage({ timeout: { total: 20_000 } });
     // The first attempts, the budget's retries before the circuit opened, then the probes,
-    // nothing else: one at a time, with hundreds waiting one per 50 ms (PROBE_FLOOR_MS; 12 s ÷
-    // 400 waiters is less), with fewer than 48 waiting one per probeInterval.
+    // nothing else: one at a time, with 400 waiting one per 60 ms (24 s ÷ 400, at least
+    // PROBE_FLOOR_MS), with fewer than 96 waiting one per probeInterval.
     const probes = server.received.length - 440;
     expect(probes).toBeLessThanOrEqual(Math.ceil((seconds * 1000) / PROBE_FLOOR_MS));
     expect(probes).toBeGreaterThan((seconds * 1000) / breakerDefaults.probeInterval);

@@ -430,15 +430,15 @@ describe('breaker store operations', () => {
     const open20s = { ...(later as object), openUntil: 30_000, waitUntil: 60_000 } as State;
     expect(probeFails(open20s, 30_000, true)).toMatchObject({ openUntil: 31_000 });
     // Many waiting: the ceiling is PROBE_TURN_MS ÷ waiters (each carries a probe about once
-    // in 12 s), at least the 50 ms floor: 24 waiters 500 ms, 600 waiters 50 ms.
+    // in 24 s), at least the 50 ms floor: 48 waiters 500 ms, 600 waiters 50 ms.
     const crowd = (n: number) => {
       const admitted = breakerAdmit.apply(open20s, { cfg, leaseMs: 1_000 }, 30_000);
       const { probe } = admitted.result as { probe: number };
       const args = { cfg, gen: 0, probe, outcome: 'failure' as const, quick: true, waiters: n };
       return breakerRecord.apply(admitted.state, args, 30_000).state;
     };
-    expect(PROBE_TURN_MS).toBe(12_000);
-    expect(crowd(24)).toMatchObject({ openUntil: 30_500 });
+    expect(PROBE_TURN_MS).toBe(24_000);
+    expect(crowd(48)).toMatchObject({ openUntil: 30_500 });
     expect(crowd(600)).toMatchObject({ openUntil: 30_050 });
     expect(crowd(1)).toMatchObject({ openUntil: 31_000 });
     // Not quick: the waiters say nothing.

@@ -29,14 +29,14 @@ end
 
 -- While requests wait: probeInterval; when several wait (quick), a tenth of the outage so
 -- far, at least 50 ms, at most probeInterval.
--- With waiters reported: the ceiling is 12000 / waiters (at least the floor).
+-- With waiters reported: the ceiling is 24000 / waiters (at least the floor).
 local function waitBreak(s, quick)
   local longest = jmin(cfg.probeInterval, cfg.maxBreakDuration)
   if not quick then return longest end
   local floor = jmin(50, longest)
   local ceiling = longest
   local n = args.waiters
-  if isnum(n) and n > 0 then ceiling = jmin(longest, jmax(floor, 12000 / n)) end
+  if isnum(n) and n > 0 then ceiling = jmin(longest, jmax(floor, 24000 / n)) end
   local share = (now - s.openedAt) * 0.1
   return jmin(ceiling, jmax(floor, share))
 end
