@@ -442,8 +442,9 @@ export class RateLimiter {
     // a capacity of 120; a flapping upstream's drains cut to 0.85 ×). Not otherwise: at the
     // start of a quota they would count the server's burst as its rate. A count decayed since each
     // event over-counts a steady stream by half an event: taken off, 50/s reads 50/s.
-    const recent = (count: number, at: number) =>
-      released ? (Math.max(0, decayed(count, now - at) - 0.5) * 1000) / RECENT_MS : 0;
+    const recentRate = (count: number, at: number) =>
+      (Math.max(0, decayed(count, now - at) - 0.5) * 1000) / RECENT_MS;
+    const recent = (count: number, at: number) => (released ? recentRate(count, at) : 0);
     const args = {
       cfg: this.#cfg,
       signal,
@@ -460,8 +461,9 @@ export class RateLimiter {
       ),
       fraction: local.responses > 0 ? local.refused / local.responses : 0,
       sentAt,
-      // Where an engagement's curve heads, ungated: only wMax, never the rate itself.
-      peak: (Math.max(0, decayed(local.recentOk, now - local.recentOkAt) - 0.5) * 1000) / RECENT_MS,
+      // Where an engagement's curve heads, ungated: only wMax, never the rate itself. A
+      // success never engages, so growth does not pay for it.
+      ...(signal !== 'success' && { peak: recentRate(local.recentOk, local.recentOkAt) }),
       ...(joining && { joining }),
       ...(local.stated !== null && { stated: local.stated }),
     };
