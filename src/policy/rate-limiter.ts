@@ -461,9 +461,10 @@ export class RateLimiter {
       ),
       fraction: local.responses > 0 ? local.refused / local.responses : 0,
       sentAt,
-      // Where an engagement's curve heads, ungated: only wMax, never the rate itself. A
-      // success never engages, so growth does not pay for it.
-      ...(signal !== 'success' && { peak: recentRate(local.recentOk, local.recentOkAt) }),
+      // Where an engagement's curve heads, ungated: only wMax, never the rate itself. The
+      // send rate, 429s included: the first 429 of a ramp comes just past the quota, where
+      // the accepted rate still lags. A success never engages, so growth does not pay for it.
+      ...(signal !== 'success' && { peak: recentRate(local.recentSent, local.recentSentAt) }),
       ...(joining && { joining }),
       ...(local.stated !== null && { stated: local.stated }),
     };

@@ -304,15 +304,18 @@ function join(
   accepted: number,
   now: number,
 ): RateState {
+  // A refusal noted before the join (`low`) was of a request sent at one process's share, not
+  // at the fleet's rate: it says nothing of the joined rate, and a cut from it would land far
+  // below the quota (issue 9, the fleet's seed 7: a cut from 17.7/s to 76/s under 200/s).
   if (now < s.lastDecrease + cfg.holdoffMs) {
     const rate = s.rate + Math.max(cfg.minRate, accepted);
     const wMax = s.wMax + Math.max(measured, accepted);
-    return { ...settle(s, cfg, now), rate, wMax, plateau: plateauOf(rate, wMax, cfg, now) };
+    return { ...settle(s, cfg, now), rate, wMax, plateau: plateauOf(rate, wMax, cfg, now), low: 0 };
   }
   const rate = meterSettled(s.ok, now) + accepted;
   if (!(rate > s.rate)) return s;
   const wMax = Math.max(s.wMax, rate);
-  return { ...settle(s, cfg, now), rate, wMax, plateau: plateauOf(rate, wMax, cfg, now) };
+  return { ...settle(s, cfg, now), rate, wMax, plateau: plateauOf(rate, wMax, cfg, now), low: 0 };
 }
 
 /**
@@ -375,8 +378,8 @@ export const rateFeedback: StoreOperation<RateFeedbackArgs, RateFeedbackResult> 
           const sent = stated ? told : measured;
           const took = stated ? told : accepted;
           s = engage(stored?.epoch ?? 0, cfg, sent, took, args.fraction, now);
-          // The meters lag a ramp of demand: the curve heads for the recent accepted rate
-          // if higher (the rate itself still starts from the meters).
+          // The meters lag a ramp of demand: the curve heads for the recent send rate if
+          // higher (the rate itself still starts from the meters; docs/policies.md).
           const peak = args.peak ?? 0;
           if (!stated && peak > s.wMax) {
             s = { ...s, wMax: peak, plateau: plateauOf(s.rate, peak, cfg, now) };

@@ -596,6 +596,43 @@ describe('RateLimiter, a fleet on one store', () => {
   });
 });
 
+describe('rateFeedback, a fleet joining an engaged key', () => {
+  it('a refusal noted before the others joined does not set the next cut', () => {
+    const cfg = { ...ADAPTIVE, rps: null, burst: null };
+    const t0 = 1_000_000;
+    const args = (over: Partial<Parameters<typeof rateFeedback.apply>[1]>) => ({
+      cfg,
+      signal: 'throttle' as const,
+      pauseUntil: null,
+      measured: 20,
+      accepted: 20,
+      fraction: 0.1,
+      sentAt: t0,
+      ...over,
+    });
+    // Four processes at 20/s each: the first 429 engages the key at one process's rate.
+    let s = rateFeedback.apply(undefined, args({}), t0).state as RateState;
+    expect(s.rate).toBeCloseTo(20, 6);
+    // A request that process sent after the engagement is refused too (within the hold-off:
+    // no cut, but the rate it went at, ~20/s, is noted as one that drew a 429).
+    s = rateFeedback.apply(s, args({ sentAt: t0 + 50 }), t0 + 100).state as RateState;
+    expect(s.rate).toBeCloseTo(20, 6);
+    // The other three join with their own first 429s: the key stands at the fleet's 80/s, and
+    // the fleet's sends go through it (its meter reads 80/s).
+    for (const at of [t0 + 150, t0 + 200, t0 + 250]) {
+      s = rateFeedback.apply(s, args({ joining: true, sentAt: at - 5 }), at).state as RateState;
+    }
+    expect(s.rate).toBeCloseTo(80, 6);
+    s = { ...s, meter: [t0 + 2_000, 0, 80] };
+    // After the hold-off a 429 cuts: by beta from the fleet's rate, not from the 20/s noted
+    // before the joins (which would land at the floor, this process's 20/s accepted).
+    const at = t0 + cfg.holdoffMs + 300;
+    const cut = rateFeedback.apply(s, args({ sentAt: at - 5 }), at).state as RateState;
+    expect(cut.rate).toBeLessThan(s.rate);
+    expect(cut.rate).toBeGreaterThanOrEqual(cfg.beta * 80 * 0.95);
+  });
+});
+
 describe('RateLimiter, a rate the server states', () => {
   it('a spent quota with a stated refill rate engages at it and pauses only until the next fits', async () => {
     const clock = fakeClock();

@@ -274,6 +274,8 @@ local function join(s, measured, accepted)
     j.wMax = jmax(s.wMax, rate)
   end
   j.plateau = plateauOf(j.rate, j.wMax)
+  -- A refusal noted before the join was of one process's share: forgotten (rate-ops.ts).
+  j.low = 0
   return j
 end
 
@@ -325,7 +327,7 @@ local function feedback()
           took = told
         end
         s = engage(epoch, sent, took, args.fraction)
-        -- The curve regains at least the recent accepted rate (not a stated one).
+        -- The curve regains at least the recent send rate (not a stated one).
         local peak = args.peak
         if not isnum(peak) then peak = 0 end
         if not stated and peak > s.wMax then
