@@ -61,6 +61,25 @@ export function meterRate(m: Meter | undefined, now: number): number {
   return Math.max(m[2], m[1] / (METER_BUCKET_MS / 1000));
 }
 
+/** The shortest part of a bucket in progress that {@link meterNow} scales to a second, ms. */
+export const METER_NOW_MIN_MS = 250;
+
+/**
+ * The rate at `now` as a cut reads it: {@link meterRate}, except that a
+ * bucket in progress counts over the time elapsed in it (at least
+ * {@link METER_NOW_MIN_MS}), not over a whole bucket. In a ramp (a fleet
+ * joining a key, each adding its share) the closed buckets lag, and half a
+ * bucket's count over a whole one reads half the rate: the cut then started
+ * there (the lab's `fleet`, live: 122/s where the fleet sent ~220/s under a
+ * 200/s quota, a cut to 107/s).
+ */
+export function meterNow(m: Meter | undefined, now: number): number {
+  if (m === undefined) return 0;
+  const bucket = bucketOf(now);
+  if (bucket > m[0]) return smoothed(m, bucket);
+  return Math.max(m[2], m[1] / (Math.max(METER_NOW_MIN_MS, now - m[0]) / 1000));
+}
+
 /**
  * The meter moved `ms` later (whole buckets): time the key spent paused
  * never counts as idle, so a pause does not deflate the rate it measures.

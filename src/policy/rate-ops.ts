@@ -5,7 +5,14 @@
  * in the AWS SDKs' adaptive retry mode). Pure; see docs/policies.md.
  */
 import type { Json, StoreOperation, StoreUpdate } from '../store/store.js';
-import { METER_BUCKET_MS, meterRate, meterRecord, meterSettled, meterShift } from './rate-meter.js';
+import {
+  METER_BUCKET_MS,
+  meterNow,
+  meterRate,
+  meterRecord,
+  meterSettled,
+  meterShift,
+} from './rate-meter.js';
 import {
   CUT_DEEPEST,
   FUTILE_BAND,
@@ -247,7 +254,7 @@ function increase(s: RateState, cfg: RateConfig, now: number): RateState {
  */
 function decrease(s: RateState, cfg: RateConfig, measured: number, accepted: number, now: number) {
   const settled = settle(s, cfg, now);
-  const sent = Math.max(meterRate(s.meter ?? undefined, now), measured);
+  const sent = Math.max(meterNow(s.meter ?? undefined, now), measured);
   const base = Math.min(s.rate, sent, s.low > 0 ? s.low : s.rate);
   const floor = Math.max(meterSettled(s.ok, now), accepted);
   const [n, k, n2, k2] = s.tally;

@@ -38,6 +38,15 @@ local function meterRate(m, t)
   return jmax(m[3], m[2] / (B / 1000))
 end
 
+-- meterRate, a bucket in progress counted over the time elapsed in it (at least 250 ms):
+-- what a cut reads (rate-meter.ts, meterNow).
+local function meterNow(m, t)
+  if m == nil or m == NULL then return 0 end
+  local bucket = bucketOf(t)
+  if bucket > m[1] then return smoothed(m, bucket) end
+  return jmax(m[3], m[2] / (jmax(250, t - m[1]) / 1000))
+end
+
 local function meterOk(m)
   return m == NULL or (type(m) == 'table' and isnum(m[1]) and isnum(m[2]) and isnum(m[3]))
 end
@@ -223,7 +232,7 @@ end
 
 local function decrease(s, measured, accepted)
   local d = copy(settle(s))
-  local sent = jmax(meterRate(s.meter, now), measured)
+  local sent = jmax(meterNow(s.meter, now), measured)
   local lowest = s.rate
   if s.low > 0 then lowest = s.low end
   local base = jmin(jmin(s.rate, sent), lowest)
