@@ -461,10 +461,17 @@ export class RateLimiter {
       ),
       fraction: local.responses > 0 ? local.refused / local.responses : 0,
       sentAt,
-      // Where an engagement's curve heads, ungated: only wMax, never the rate itself. The
-      // send rate, 429s included: the first 429 of a ramp comes just past the quota, where
-      // the accepted rate still lags. A success never engages, so growth does not pay for it.
-      ...(signal !== 'success' && { peak: recentRate(local.recentSent, local.recentSentAt) }),
+      // Where an engagement's curve heads, ungated: only wMax, never the rate itself. Midway
+      // between the recent accepted and send rates: the first 429 of a ramp comes just past
+      // the quota, where the accepted rate still lags, but where several unshared processes
+      // share a quota each one's send rate is past its share (docs/policies.md). A success
+      // never engages, so growth does not pay for it.
+      ...(signal !== 'success' && {
+        peak:
+          (recentRate(local.recentOk, local.recentOkAt) +
+            recentRate(local.recentSent, local.recentSentAt)) /
+          2,
+      }),
       ...(joining && { joining }),
       ...(local.stated !== null && { stated: local.stated }),
     };

@@ -385,8 +385,8 @@ export const rateFeedback: StoreOperation<RateFeedbackArgs, RateFeedbackResult> 
           const sent = stated ? told : measured;
           const took = stated ? told : accepted;
           s = engage(stored?.epoch ?? 0, cfg, sent, took, args.fraction, now);
-          // The meters lag a ramp of demand: the curve heads for the recent send rate if
-          // higher (the rate itself still starts from the meters; docs/policies.md).
+          // The meters lag a ramp of demand: the curve heads for the recent rates if higher
+          // (the rate itself still starts from the meters; docs/policies.md).
           const peak = args.peak ?? 0;
           if (!stated && peak > s.wMax) {
             s = { ...s, wMax: peak, plateau: plateauOf(s.rate, peak, cfg, now) };

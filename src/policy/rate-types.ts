@@ -118,8 +118,9 @@ export type RateFeedbackArgs = {
   /** The sustained rate the server states for the key, per second, or `null` (absent = null). */
   stated?: number | null;
   /**
-   * This process's send rate over the last few hundred ms (429s included),
-   * per second: an engagement's curve regains at least this (absent = 0).
+   * The mean of this process's accepted and send rates (429s included) over
+   * the last few hundred ms, per second: an engagement's curve regains at
+   * least this (absent = 0).
    */
   peak?: number;
 };

@@ -336,7 +336,7 @@ local function feedback()
           took = told
         end
         s = engage(epoch, sent, took, args.fraction)
-        -- The curve regains at least the recent send rate (not a stated one).
+        -- The curve regains at least the recent rates (not a stated one).
         local peak = args.peak
         if not isnum(peak) then peak = 0 end
         if not stated and peak > s.wMax then
