@@ -40,6 +40,19 @@ export interface MatrixEntry {
 
 const round2 = (x: number): number => Math.round(x * 100) / 100;
 
+/**
+ * A strategy's share of the optimum: of its success and of its goodput, and
+ * the lesser of the two (`share`, the matrix's ×opt).
+ */
+export function ofOptimum(
+  s: { readonly success: number; readonly goodput: number },
+  opt: { readonly success: number; readonly goodput: number },
+): { success: number; goodput: number; share: number } {
+  const success = opt.success > 0 ? s.success / opt.success : 1;
+  const goodput = opt.goodput > 0 ? s.goodput / opt.goodput : 1;
+  return { success, goodput, share: Math.min(success, goodput) };
+}
+
 /** The verdict for staunch in `result` (see the module's comment). */
 export function verdictOf(result: LabResult): Verdict | null {
   const staunch = result.strategies.find((s) => s.name === 'staunch');
@@ -47,11 +60,8 @@ export function verdictOf(result: LabResult): Verdict | null {
   if (staunch === undefined || loops.length === 0) return null;
   const best = loops.reduce((a, b) => (b.success > a.success ? b : a));
   const fewest = loops.reduce((a, b) => (b.attemptsPerRequest < a.attemptsPerRequest ? b : a));
-  const opt = result.optimum;
   const goal = result.config.goal;
-  const ofSuccess = opt.success > 0 ? staunch.success / opt.success : 1;
-  const ofGoodput = opt.goodput > 0 ? staunch.goodput / opt.goodput : 1;
-  const share = Math.min(ofSuccess, ofGoodput);
+  const { success: ofSuccess, goodput: ofGoodput, share } = ofOptimum(staunch, result.optimum);
   const checks: VerdictCheck[] = [
     {
       name: 'success',
@@ -133,14 +143,7 @@ function summaryRows(entries: readonly MatrixEntry[]): string[][] {
     const loops = result.strategies.filter((x) => isLoop(x.name));
     const best = Math.max(...loops.map((l) => l.success));
     const fewest = Math.min(...loops.map((l) => l.attemptsPerRequest));
-    const opt = result.optimum;
-    const share =
-      s === undefined
-        ? '–'
-        : Math.min(
-            opt.success > 0 ? s.success / opt.success : 1,
-            opt.goodput > 0 ? s.goodput / opt.goodput : 1,
-          ).toFixed(2);
+    const share = s === undefined ? '–' : ofOptimum(s, result.optimum).share.toFixed(2);
     const failed = verdict?.checks.filter((c) => !c.pass).map((c) => c.name) ?? [];
     return [
       scenario,

@@ -74,10 +74,9 @@ export const METER_NOW_MIN_MS = 250;
  * 200/s quota, a cut to 107/s).
  */
 export function meterNow(m: Meter | undefined, now: number): number {
-  if (m === undefined) return 0;
-  const bucket = bucketOf(now);
-  if (bucket > m[0]) return smoothed(m, bucket);
-  return Math.max(m[2], m[1] / (Math.max(METER_NOW_MIN_MS, now - m[0]) / 1000));
+  const rate = meterRate(m, now);
+  if (m === undefined || bucketOf(now) > m[0]) return rate;
+  return Math.max(rate, m[1] / (Math.max(METER_NOW_MIN_MS, now - m[0]) / 1000));
 }
 
 /**

@@ -6,26 +6,24 @@
  * fleet on one store").
  */
 import { describe, expect, it } from 'vitest';
-import { evaluate, scenarioArrivals } from '../../src/lab/evaluate.js';
-import { resolveLabOptions, type ScenarioName } from '../../src/lab/options.js';
-import { simulateStrategy } from '../../src/lab/sim/simulate.js';
+import { ofOptimum } from '../../src/lab/matrix.js';
+import type { ScenarioName } from '../../src/lab/options.js';
+import { runLab } from '../../src/lab/run.js';
 
 async function vsOptimum(scenario: ScenarioName, seed: number): Promise<number> {
-  const config = resolveLabOptions({
-    scenario,
-    mode: 'sim',
-    seed,
-    requests: 2_000,
-    span: 10_000,
-    capacity: 200,
-  });
-  const arrivals = scenarioArrivals(config);
-  const trace = await simulateStrategy(config, 'staunch', arrivals);
-  const result = evaluate(config, arrivals, [
-    { name: 'staunch', description: '', trace, wallMs: 0 },
-  ]);
-  const s = result.strategies[0]!;
-  return Math.min(s.success / result.optimum.success, s.goodput / result.optimum.goodput);
+  const result = await runLab(
+    {
+      scenario,
+      mode: 'sim',
+      seed,
+      requests: 2_000,
+      span: 10_000,
+      capacity: 200,
+      strategies: ['staunch'],
+    },
+    { workers: 1 },
+  );
+  return ofOptimum(result.strategies[0]!, result.optimum).share;
 }
 
 describe('the live presets in virtual time', () => {

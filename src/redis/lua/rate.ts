@@ -41,10 +41,9 @@ end
 -- meterRate, a bucket in progress counted over the time elapsed in it (at least 250 ms):
 -- what a cut reads (rate-meter.ts, meterNow).
 local function meterNow(m, t)
-  if m == nil or m == NULL then return 0 end
-  local bucket = bucketOf(t)
-  if bucket > m[1] then return smoothed(m, bucket) end
-  return jmax(m[3], m[2] / (jmax(250, t - m[1]) / 1000))
+  local rate = meterRate(m, t)
+  if m == nil or m == NULL or bucketOf(t) > m[1] then return rate end
+  return jmax(rate, m[2] / (jmax(250, t - m[1]) / 1000))
 end
 
 local function meterOk(m)
