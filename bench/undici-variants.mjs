@@ -32,6 +32,12 @@ export const REQUEST_VARIANTS = [
   'createAgent',
   'interceptor',
   'no-policies',
+  'createAgent-no-policies',
+  'createAgent-no-retries',
+  'floor-subclass',
+  'floor-wrap',
+  'floor-watch',
+  'floor-spin',
 ];
 export const FETCH_VARIANTS = [
   'global-fetch',
@@ -50,6 +56,20 @@ async function dispatcherFor(name) {
       return new Agent(settings).compose((dispatch) => (opts, handler) => dispatch(opts, handler));
     case 'createAgent':
       return (await load('undici/index.js')).createAgent();
+    case 'createAgent-no-policies':
+      return (await load('undici/index.js')).createAgent({
+        breaker: false,
+        budget: false,
+        rateLimit: false,
+      });
+    case 'createAgent-no-retries':
+      return (await load('undici/index.js')).createAgent({
+        breaker: false,
+        budget: false,
+        rateLimit: false,
+        retry: false,
+        timeout: false,
+      });
     case 'interceptor':
       return new Agent(settings).compose((await load('undici/index.js')).retryInterceptor());
     case 'no-policies':
@@ -60,8 +80,70 @@ async function dispatcherFor(name) {
           rateLimit: false,
         }),
       );
+    case 'floor-subclass':
+      return forwarding(new Agent(settings), (handler) => handler);
+    case 'floor-wrap':
+      return forwarding(new Agent(settings), (handler) => new Relay(handler));
+    case 'floor-spin': {
+      // floor-wrap plus a fixed amount of pure CPU per request (STAUNCH_SPIN_NS, default 700):
+      // how a cost measured in a stub shows on loopback.
+      const ns = BigInt(process.env.STAUNCH_SPIN_NS ?? 700);
+      return forwarding(new Agent(settings), (handler) => {
+        const until = process.hrtime.bigint() + ns;
+        while (process.hrtime.bigint() < until);
+        return new Relay(handler);
+      });
+    }
+    case 'floor-watch': {
+      const { subscribe } = await import('node:diagnostics_channel');
+      subscribe('undici:client:sendHeaders', () => {});
+      return forwarding(new Agent(settings), (handler) => new Relay(handler));
+    }
     default:
       throw new Error(`unknown variant ${name}`);
+  }
+}
+
+/**
+ * The floor of any dispatcher that retries: a `Dispatcher` subclass handing
+ * each request to an `Agent`, with `wrap(handler)` the handler it gives the
+ * agent (`floor-subclass`: the caller's own; `floor-wrap`: a legacy handler
+ * that sees the status and forwards every call, the least a retry layer must
+ * put between the agent and the caller).
+ */
+async function forwarding(agent, wrap) {
+  const { Dispatcher } = await import('undici');
+  class Forwarding extends Dispatcher {
+    dispatch(opts, handler) {
+      return agent.dispatch(opts, wrap(handler));
+    }
+    close() {
+      return agent.close();
+    }
+  }
+  return new Forwarding();
+}
+
+class Relay {
+  constructor(handler) {
+    this.handler = handler;
+    this.status = 0;
+  }
+  onConnect(abort, context) {
+    this.handler.onConnect?.(abort, context);
+  }
+  onHeaders(status, headers, resume, text) {
+    this.status = status;
+    return this.handler.onHeaders(status, headers, resume, text);
+  }
+  onData(chunk) {
+    return this.handler.onData(chunk);
+  }
+  onComplete(trailers) {
+    this.handler.onComplete(trailers);
+  }
+  onError(err) {
+    this.handler.onError(err);
   }
 }
 

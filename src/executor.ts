@@ -66,7 +66,25 @@ export interface ExecutorOptions {
   pacing?: PacingReader | undefined;
 }
 
-type Outcome<R> = { ok: true; response: R; unlink: () => void } | { ok: false; error: unknown };
+/** How one attempt ended: a response (and how to unlink the caller's signal from it), or a failure. */
+export type Outcome<R> =
+  | { ok: true; response: R; unlink: () => void }
+  | { ok: false; error: unknown };
+
+/** Where a logical request that an adapter started with {@link Executor.first} ends: once, one of the two. */
+export interface FirstSink<R> {
+  resolve(response: R): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Attempt 1 admitted for an adapter to send itself (see {@link Executor.first}):
+ * it must settle within `limit` ms (the attempt's deadline, which the adapter
+ * arms; `Infinity` for none), then be handed to {@link Executor.firstDone}.
+ */
+export interface FirstTicket {
+  readonly limit: number;
+}
 
 /** A retry scheduled after a failure, said to `retry` listeners when its attempt leaves. */
 interface PendingRetry {
@@ -96,9 +114,9 @@ function errorVerdict(error: unknown, stale: boolean): AttemptVerdict {
 }
 
 /** Credits a first attempt to the budget; a failing store is ignored. */
-function deposit(budget: RetryBudget, key: string): void {
+function deposit(budget: RetryBudget, key: string, now: number): void {
   try {
-    ignoreRejection(budget.deposit(key));
+    ignoreRejection(budget.deposit(key, now));
   } catch {
     // Policies learn on a best-effort basis; the request goes on.
   }
@@ -136,6 +154,11 @@ class Flight<R> implements AdmitContext {
   lastError: unknown;
   /** The retry under way: told to `retry` listeners once its attempt actually leaves. */
   pending: PendingRetry | undefined;
+  /** An adapter's own attempt 1 ({@link Executor.first}): its gate, start, deadline. */
+  gate: Gate = OPEN_GATE;
+  started = 0;
+  limit = Number.POSITIVE_INFINITY;
+  scope: DeadlineScope = 'total';
   #redacted: string | undefined;
 
   constructor(
@@ -144,12 +167,13 @@ class Flight<R> implements AdmitContext {
     clock: Clock,
     on: StaunchListeners,
     policies: Policies | undefined,
+    now: number,
   ) {
     this.request = request;
     this.exchange = exchange;
     this.clock = clock;
     this.on = on;
-    this.deadline = clock.now() + request.timeout.total;
+    this.deadline = now + request.timeout.total;
     this.key = policies === undefined ? '' : policies.key(request);
   }
 
@@ -198,6 +222,11 @@ export class Executor {
       p && (p.breaker || p.budget || p.limiter || p.concurrency || p.hold) ? p : undefined;
   }
 
+  /** The clock deadlines and waits run on (an adapter arms attempt 1's deadline on it: {@link first}). */
+  get clock(): Clock {
+    return this.#clock;
+  }
+
   /** Runs `request` through `exchange` until it succeeds, gives up or runs out of time. */
   run<R>(request: LogicalRequest, exchange: Exchange<R>): Promise<R> {
     if (this.#on.end !== undefined) return this.#ending(request, exchange);
@@ -218,6 +247,67 @@ export class Executor {
   ): void {
     if (this.#on.end !== undefined) this.#ending(request, exchange).then(resolve, reject);
     else this.#start(request, exchange, resolve, reject);
+  }
+
+  /**
+   * {@link runWith} for an adapter that sends attempt 1 itself, on a path of
+   * its own (staunch/undici's agent: a handler that hands a success straight
+   * to the caller's, with nothing in between). Admits attempt 1 exactly as
+   * `runWith` would, and when it may leave at once returns its ticket: the
+   * adapter sends it, aborts it after `ticket.limit` ms with
+   * {@link firstDeadline}'s error, and hands its outcome to
+   * {@link firstDone}. Otherwise (an admission that waits, a refusal, no
+   * time left, an `end` listener, which counts attempts here) returns
+   * `undefined` and the request runs here, ending in `sink`.
+   */
+  first<R>(
+    request: LogicalRequest,
+    exchange: Exchange<R>,
+    sink: FirstSink<R>,
+  ): FirstTicket | undefined {
+    if (this.#on.end !== undefined) {
+      this.#ending(request, exchange).then(
+        (response) => sink.resolve(response),
+        (error: unknown) => sink.reject(error),
+      );
+      return undefined;
+    }
+    const flight = this.#open(request, exchange, sink);
+    if (flight === undefined) return undefined;
+    const remaining = flight.deadline - flight.started;
+    const { timeout } = request;
+    flight.scope = timeout.attempt < remaining ? 'attempt' : 'total';
+    flight.limit = Math.min(timeout.attempt, remaining);
+    return flight;
+  }
+
+  /**
+   * The adapter's attempt 1 ended with `outcome`. `true`: a response to hand
+   * to the caller now (the policies and listeners have been told, as for any
+   * attempt); the adapter does that itself. `false`: the request goes on here
+   * (retries, or the end of it), ending in `sink`.
+   */
+  firstDone<R>(ticket: FirstTicket, outcome: Outcome<R>, sink: FirstSink<R>): boolean {
+    const flight = ticket as Flight<R>;
+    let lesson: Lesson | undefined;
+    try {
+      lesson = this.#learn(flight, outcome, flight.gate, flight.started);
+    } catch (error) {
+      sink.reject(error);
+      return false;
+    }
+    if (lesson === undefined) return true;
+    this.#loop(flight, undefined, { outcome, lesson }).then(
+      (response) => sink.resolve(response),
+      (error: unknown) => sink.reject(error),
+    );
+    return false;
+  }
+
+  /** The error that ends an adapter's attempt 1 when its `limit` has passed. */
+  firstDeadline(ticket: FirstTicket): DeadlineExceededError {
+    const flight = ticket as Flight<unknown>;
+    return this.#deadline(flight.request, flight.url(), flight.scope, flight.attempt);
   }
 
   /** {@link run} for a client with an `end` listener: counts the attempts, says `end`. */
@@ -279,32 +369,13 @@ export class Executor {
     resolve: (response: R) => void,
     reject: (error: unknown) => void,
   ): void {
-    const policies = this.#policies;
-    let flight: Flight<R>;
-    let gate: Gate | Promise<Gate> = OPEN_GATE;
-    let started: number;
-    try {
-      request.signal?.throwIfAborted();
-      flight = new Flight(request, exchange, this.#clock, this.#on, policies);
-      if (policies !== undefined) {
-        if (policies.budget !== undefined) deposit(policies.budget, flight.key);
-        gate = admit(flight, policies);
-        if (isPromiseLike(gate)) {
-          this.#loop(flight, gate, undefined).then(resolve, reject);
-          return;
-        }
-      }
-      started = this.#begin(flight, gate);
-    } catch (error) {
-      reject(error);
-      return;
-    }
-    const admitted = gate;
-    this.#send(flight, started, (outcome) => {
+    const flight = this.#open(request, exchange, { resolve, reject });
+    if (flight === undefined) return;
+    this.#send(flight, flight.started, (outcome) => {
       let lesson: Lesson | undefined;
       let response: R;
       try {
-        lesson = this.#learn(flight, outcome, admitted, started);
+        lesson = this.#learn(flight, outcome, flight.gate, flight.started);
         if (lesson === undefined) response = this.#handOver(flight, outcome);
       } catch (error) {
         reject(error);
@@ -313,6 +384,45 @@ export class Executor {
       if (lesson === undefined) resolve(response!);
       else this.#loop(flight, undefined, { outcome, lesson }).then(resolve, reject);
     });
+  }
+
+  /**
+   * Admits attempt 1: the flight, with its gate and start time, when it may
+   * leave at once; `undefined` when the request went on without it (an
+   * admission that waits continues in {@link #loop}; a refusal, an abort or
+   * no time left is given to `sink`).
+   */
+  #open<R>(
+    request: LogicalRequest,
+    exchange: Exchange<R>,
+    sink: FirstSink<R>,
+  ): Flight<R> | undefined {
+    const policies = this.#policies;
+    let flight: Flight<R>;
+    let gate: Gate | Promise<Gate> = OPEN_GATE;
+    try {
+      request.signal?.throwIfAborted();
+      // One clock read for the whole synchronous admission: nothing in it waits.
+      const now = this.#clock.now();
+      flight = new Flight(request, exchange, this.#clock, this.#on, policies, now);
+      if (policies !== undefined) {
+        if (policies.budget !== undefined) deposit(policies.budget, flight.key, now);
+        gate = admit(flight, policies, now);
+        if (isPromiseLike(gate)) {
+          this.#loop(flight, gate, undefined).then(
+            (response) => sink.resolve(response),
+            (error: unknown) => sink.reject(error),
+          );
+          return undefined;
+        }
+      }
+      flight.started = this.#begin(flight, gate, now);
+    } catch (error) {
+      sink.reject(error);
+      return undefined;
+    }
+    flight.gate = gate;
+    return flight;
   }
 
   /**
@@ -355,8 +465,7 @@ export class Executor {
    * An admitted attempt is about to leave: checks the deadline, says the
    * retry it is (if it is one) and `attemptStart`. Returns its start time.
    */
-  #begin(flight: Flight<unknown>, gate: Gate): number {
-    const started = this.#clock.now();
+  #begin(flight: Flight<unknown>, gate: Gate, started: number = this.#clock.now()): number {
     const { request, attempt } = flight;
     if (flight.deadline - started <= 0) {
       gate.release();
@@ -416,7 +525,7 @@ export class Executor {
       }
       const pacing = this.#pacing(headers, status, done, policies?.limiter !== undefined);
       if (policies !== undefined)
-        feedback(policies, key, gate, { status, pacing, sentAt: started });
+        feedback(policies, key, gate, { status, pacing, sentAt: started }, done);
       if (refined === undefined) return undefined;
       return {
         verdict: { scope: refined.scope, reason: 'status', stale: false },
@@ -434,11 +543,13 @@ export class Executor {
     // no budget, not a breaker failure. Only a transport can tell; see staunch/undici.
     const stale = !aborted && isStaleConnection(error);
     if (policies !== undefined)
-      feedback(policies, key, gate, {
-        error,
-        sentAt: started,
-        notTheUpstream: aborted || stale,
-      });
+      feedback(
+        policies,
+        key,
+        gate,
+        { error, sentAt: started, notTheUpstream: aborted || stale },
+        done,
+      );
     if (aborted) throw signal!.reason;
     flight.lastError = error;
     const code = errorCode(error);

@@ -47,7 +47,8 @@ export function readRequestOptions(
 ): RequestSettings {
   let retry = client.retry;
   let timeout = client.timeout;
-  let keyPath = shorthand?.path ?? `${path}.idempotencyKey`;
+  // The shorthand's path, or (undefined) the option's own: built only for an error.
+  let keyPath = shorthand?.path;
   let k: unknown = shorthand?.value;
   if (staunch !== undefined) {
     const o = checkObject(path, staunch, REQUEST_KEYS) as StaunchRequestOptions;
@@ -56,12 +57,13 @@ export function readRequestOptions(
       timeout = resolveTimeoutOptions(o.timeout, client.timeout, `${path}.timeout`);
     }
     if (o.idempotencyKey !== undefined) {
-      keyPath = `${path}.idempotencyKey`;
+      keyPath = undefined;
       k = o.idempotencyKey;
     }
   }
   if (k !== undefined && (typeof k !== 'string' || k === '')) {
-    throw new TypeError(`${keyPath} must be a non-empty string, got ${describe(k)}`);
+    const where = keyPath ?? `${path}.idempotencyKey`;
+    throw new TypeError(`${where} must be a non-empty string, got ${describe(k)}`);
   }
   return { retry, timeout, key: k as string | undefined };
 }

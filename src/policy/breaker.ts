@@ -326,16 +326,20 @@ export class CircuitBreaker {
    * timeout; a non-finite value means `maxBreakDuration`), plus
    * {@link PROBE_LEASE_GRACE}.
    */
-  admit(key: string, leaseMs: number, waitMs = 0): BreakerAdmission | Promise<BreakerAdmission> {
+  admit(
+    key: string,
+    leaseMs: number,
+    waitMs = 0,
+    now: number = this.#clock.now(),
+  ): BreakerAdmission | Promise<BreakerAdmission> {
     const storeKey = this.#storeKey(key);
-    const now = this.#clock.now();
     const touch = this.#touch;
     if (touch !== undefined) {
       // The memory store, a circuit closed when last looked at and untouched since: the
       // admission would read it and write it back as it is, so it only extends its life.
       const seen = this.#closed.get(key);
       if (seen !== undefined && touch(storeKey, seen.state, now, this.#cfg.window)) {
-        return this.#admitted(key, seen.result);
+        return this.#admitted(key, seen.result, now);
       }
     }
     const lease =
@@ -353,7 +357,7 @@ export class CircuitBreaker {
     if (touch !== undefined && result.ok && result.probe === null && result.change === null) {
       this.#remember(key, storeKey, result, now);
     }
-    return this.#admitted(key, result);
+    return this.#admitted(key, result, now);
   }
 
   /** Remembers the closed state `key` was admitted on (the memory store only, see {@link TOUCH}). */
@@ -364,7 +368,7 @@ export class CircuitBreaker {
   }
 
   /** Keeps this process's view of the key current, then says what the admission was. */
-  #admitted(key: string, r: BreakerAdmitResult): BreakerAdmission {
+  #admitted(key: string, r: BreakerAdmitResult, now?: number): BreakerAdmission {
     if (!r.ok) {
       this.#refusing.add(key);
       return { ok: false, retryAfter: r.retryAfter };
@@ -374,7 +378,7 @@ export class CircuitBreaker {
       this.#emit(key, r.change);
       return { ok: true, ticket: Object.freeze({ gen: r.gen, probe: r.probe }) };
     }
-    this.#rooms.admitted(key, this.#clock.now());
+    this.#rooms.admitted(key, now ?? this.#clock.now());
     this.#emit(key, r.change);
     // Every call of a closed period holds the same ticket: one frozen admission per generation.
     let closed = this.#closedAdmission;
@@ -411,7 +415,12 @@ export class CircuitBreaker {
    * Reports how an admitted call ended. A closed-state `'neutral'` or
    * `'cancelled'` costs nothing (no store call).
    */
-  record(key: string, ticket: BreakerTicket, outcome: BreakerOutcome): void | Promise<void> {
+  record(
+    key: string,
+    ticket: BreakerTicket,
+    outcome: BreakerOutcome,
+    now: number = this.#clock.now(),
+  ): void | Promise<void> {
     let successes: [number, number] | undefined;
     if (ticket.probe === null) {
       if (outcome === 'neutral' || outcome === 'cancelled') return;
@@ -420,7 +429,6 @@ export class CircuitBreaker {
       const pending = this.#successes.get(key);
       if (outcome === 'success') {
         this.#rooms.succeeded(key);
-        const now = this.#clock.now();
         const width = Math.max(1, Math.floor(this.#cfg.window / BREAKER_BUCKETS));
         const start = now - (now % width);
         if (pending !== undefined && pending.gen === ticket.gen && pending.start === start) {
@@ -429,13 +437,17 @@ export class CircuitBreaker {
         }
         this.#successes.set(key, { gen: ticket.gen, start, count: 1 });
         if (pending === undefined) return;
-        return this.#record(key, {
-          cfg: this.#cfg,
-          gen: pending.gen,
-          probe: null,
-          outcome: 'neutral',
-          successes: [pending.start, pending.count],
-        });
+        return this.#record(
+          key,
+          {
+            cfg: this.#cfg,
+            gen: pending.gen,
+            probe: null,
+            outcome: 'neutral',
+            successes: [pending.start, pending.count],
+          },
+          now,
+        );
       }
       // A failure of the batch's generation carries it; one of an older generation (admitted
       // before the circuit last closed) does not count, and leaves the batch for later.
@@ -459,20 +471,13 @@ export class CircuitBreaker {
         args.waiters = waiters;
       }
     }
-    return this.#record(key, args);
+    return this.#record(key, args, now);
   }
 
-  #record(key: string, args: BreakerRecordArgs): void | Promise<void> {
-    return runOpMaybe(
-      this.#store,
-      this.#storeKey(key),
-      breakerRecord,
-      args,
-      this.#clock.now(),
-      (r) => {
-        this.#emit(key, r.change);
-      },
-    );
+  #record(key: string, args: BreakerRecordArgs, now: number): void | Promise<void> {
+    return runOpMaybe(this.#store, this.#storeKey(key), breakerRecord, args, now, (r) => {
+      this.#emit(key, r.change);
+    });
   }
 
   #emit(key: string, change: BreakerChange): void {

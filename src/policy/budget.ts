@@ -176,8 +176,7 @@ export class RetryBudget {
    * store operation a second (or with the next withdrawal), not one per
    * request.
    */
-  deposit(key: string): void | Promise<void> {
-    const now = this.#clock.now();
+  deposit(key: string, now: number = this.#clock.now()): void | Promise<void> {
     const pending = this.#pending.get(key);
     if (pending === undefined) {
       if (this.#pending.size >= 1024) this.#flushAll(now);

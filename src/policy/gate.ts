@@ -66,27 +66,28 @@ export interface AdmitContext {
  * request may wait out (see {@link CircuitBreaker.wait}) makes it wait, then
  * admission starts again from the first gate: no attempt is spent on it.
  */
-export function admit(ctx: AdmitContext, policies: Policies): Gate | Promise<Gate> {
+export function admit(
+  ctx: AdmitContext,
+  policies: Policies,
+  now: number = ctx.clock.now(),
+): Gate | Promise<Gate> {
   const { concurrency, limiter } = policies;
-  if (concurrency === undefined && (limiter === undefined || limiter.pass(ctx.key))) {
-    const hold = askHold(ctx, policies);
-    if (hold === 0) return admitBreaker(ctx, policies, noop);
+  if (concurrency === undefined && (limiter === undefined || limiter.pass(ctx.key, now))) {
+    const hold = askHold(ctx, policies, now);
+    if (hold === 0) return admitBreaker(ctx, policies, noop, now);
     return admitWaiting(ctx, policies, hold);
   }
   return admitWaiting(ctx, policies);
 }
 
 /** What the `hold` hook asks of this attempt: ms > 0, else 0. */
-function askHold(ctx: AdmitContext, policies: Policies): number {
+function askHold(ctx: AdmitContext, policies: Policies, now = ctx.clock.now()): number {
   const hook = policies.hold;
   if (hook === undefined) return 0;
   const { request, key } = ctx;
   let ms: unknown;
   try {
-    ms = hook(
-      { method: request.method, url: request.url, body: request.body, key },
-      ctx.clock.now(),
-    );
+    ms = hook({ method: request.method, url: request.url, body: request.body, key }, now);
   } catch {
     return 0;
   }
@@ -195,17 +196,23 @@ function admitBreaker(
   ctx: AdmitContext,
   policies: Policies,
   release: () => void,
+  now: number = ctx.clock.now(),
 ): Gate | Promise<Gate> {
-  const { clock, key, request, deadline } = ctx;
+  const { key, request, deadline } = ctx;
   const breaker = policies.breaker;
   if (breaker === undefined) return release === noop ? OPEN_GATE : { release, ticket: undefined };
-  const remaining = deadline - clock.now();
+  const remaining = deadline - now;
   // Waiting is for a request that may still be retried; `retry: false` fails fast.
   const mayWait = !breaker.failFast && request.retry.attempts > 1;
   const lease = Math.min(request.timeout.attempt, remaining);
   let admission: BreakerAdmission | Promise<BreakerAdmission>;
   try {
-    admission = breaker.admit(key, lease, mayWait ? Math.min(remaining, breaker.waitLease) : 0);
+    admission = breaker.admit(
+      key,
+      lease,
+      mayWait ? Math.min(remaining, breaker.waitLease) : 0,
+      now,
+    );
   } catch (error) {
     release();
     throw error;
@@ -264,7 +271,6 @@ async function waitOut(
   return admit(ctx, policies);
 }
 
-/** Tells the breaker and the rate limiter how an attempt went. Never blocks, never throws. */
 /** How one attempt ended, as the policies learn from it. */
 export interface AttemptOutcome {
   /** The response's status, when there was one. */
@@ -281,7 +287,17 @@ export interface AttemptOutcome {
   readonly notTheUpstream?: boolean;
 }
 
-export function feedback(policies: Policies, key: string, gate: Gate, o: AttemptOutcome): void {
+/**
+ * Tells the breaker and the rate limiter how an attempt went. Never blocks,
+ * never throws. `now`: the clock time it ended, read once for both.
+ */
+export function feedback(
+  policies: Policies,
+  key: string,
+  gate: Gate,
+  o: AttemptOutcome,
+  now: number,
+): void {
   const { status, error, pacing, sentAt } = o;
   const callerAborted = o.notTheUpstream === true;
   const { breaker, limiter } = policies;
@@ -289,7 +305,7 @@ export function feedback(policies: Policies, key: string, gate: Gate, o: Attempt
     const outcome = breakerOutcome(status, error, callerAborted);
     const ticket = gate.ticket;
     try {
-      ignoreRejection(breaker.record(key, ticket, outcome));
+      ignoreRejection(breaker.record(key, ticket, outcome, now));
     } catch {
       // The breaker learns on a best-effort basis.
     }
@@ -300,7 +316,7 @@ export function feedback(policies: Policies, key: string, gate: Gate, o: Attempt
         pacing === undefined ? { sentAt } : pacingHint(status, pacing, sentAt);
       // A 429 in the release of a backlog: the limiter's meters were silenced by the outage.
       if (status === 429 && breaker?.releasing(key) === true) hint.released = true;
-      const pending = limiter.onResponse(key, status, hint);
+      const pending = limiter.onResponse(key, status, hint, now);
       if (pending !== undefined) pending.catch(noop);
     } catch {
       // The limiter learns on a best-effort basis.

@@ -237,9 +237,13 @@ export class RateLimiter {
    * A 429's `retryAfter` paces its own retry only; `Retry-After: 0` is no
    * throttle at all.
    */
-  onResponse(key: string, status: number, hint: RateLimitHint = {}): void | Promise<void> {
-    const local = this.#local(key);
-    const now = this.#clock.now();
+  onResponse(
+    key: string,
+    status: number,
+    hint: RateLimitHint = {},
+    now: number = this.#clock.now(),
+  ): void | Promise<void> {
+    const local = this.#local(key, now);
     const reset = hint.reset;
     const spent =
       hint.remaining === 0 && reset !== undefined && reset > 0 && Number.isFinite(reset);
@@ -304,11 +308,11 @@ export class RateLimiter {
    * answers `true` at once (no store call, no promise). Otherwise answers
    * `false` and does nothing: call {@link RateLimiter.acquire}.
    */
-  pass(key: string): boolean {
+  pass(key: string, now: number = this.#clock.now()): boolean {
     if (this.#cfg.rps !== null) return false;
-    const local = this.#local(key);
+    const local = this.#local(key, now);
     if (local.active) return false;
-    this.#sent(local);
+    this.#sent(local, now);
     return true;
   }
 
@@ -481,15 +485,14 @@ export class RateLimiter {
     });
   }
 
-  #sent(local: Local): void {
-    const now = this.#clock.now();
+  #sent(local: Local, now: number = this.#clock.now()): void {
     local.meter = meterCount(local.meter, now);
     local.lastUse = now;
     local.recentSent = decayed(local.recentSent, now - local.recentSentAt) + 1;
     local.recentSentAt = now;
   }
 
-  #local(key: string): Local {
+  #local(key: string, now?: number): Local {
     let local = this.#keys.get(key);
     if (local === undefined) {
       if (++this.#calls >= 1024 && this.#calls >= this.#keys.size) this.#sweep();
@@ -501,7 +504,7 @@ export class RateLimiter {
         firstAt: 0,
         halved: false,
         active: false,
-        lastUse: this.#clock.now(),
+        lastUse: now ?? this.#clock.now(),
         queue: [],
         head: 0,
         pumping: false,

@@ -7,7 +7,11 @@ import { MAX_TIMER_MS } from '../internal/limits.js';
 
 /** Anything headers can be read from: a `Headers`, or a plain record (any case). */
 export type HeaderSource =
-  | { get(name: string): string | null | undefined }
+  | {
+      get(name: string): string | null | undefined;
+      /** Optional: {@link hasQuotaHeaders} in one pass of the source's own. */
+      hasQuotaHeaders?(): boolean;
+    }
   | Readonly<Record<string, string | readonly string[] | undefined>>;
 
 /** Reads one header, case-insensitively, from a `Headers` or a record. */
@@ -247,6 +251,8 @@ export function hasQuotaHeaders(headers: HeaderSource): boolean {
   if (typeof (headers as { get?: unknown }).get !== 'function') {
     return hasQuotaRecord(headers as Readonly<Record<string, unknown>>);
   }
+  const own = (headers as { hasQuotaHeaders?: () => boolean }).hasQuotaHeaders;
+  if (own !== undefined) return own.call(headers);
   return (
     readHeader(headers, 'ratelimit') !== undefined ||
     readHeader(headers, 'x-ratelimit-remaining') !== undefined ||

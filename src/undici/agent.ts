@@ -16,7 +16,9 @@
 import { lookup as dnsLookup } from 'node:dns';
 import type { EventEmitter } from 'node:events';
 import { Agent, buildConnector, Dispatcher } from 'undici';
+import { LEGACY_CORE } from './attempt.js';
 import { type ClientOptions, resolveUndiciRuntime, type UndiciRuntime } from './client.js';
+import { runFirst } from './first.js';
 import { passesThrough, run } from './interceptor.js';
 import { isNewApi, LegacyCaller, type LegacyHandler } from './legacy.js';
 import {
@@ -91,8 +93,9 @@ class StaunchAgent extends Dispatcher {
     handler: Dispatcher.DispatchHandler,
   ): boolean {
     if (passesThrough(opts)) return this.#agent.dispatch(opts, handler);
-    const caller = isNewApi(handler) ? handler : new LegacyCaller(handler as LegacyHandler);
-    run(this.#client, this.#dispatch, opts, caller, false);
+    if (isNewApi(handler)) run(this.#client, this.#dispatch, opts, handler, false);
+    else if (LEGACY_CORE) runFirst(this.#client, this.#dispatch, opts, handler as LegacyHandler);
+    else run(this.#client, this.#dispatch, opts, new LegacyCaller(handler as LegacyHandler), false);
     return true;
   }
 

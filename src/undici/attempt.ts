@@ -124,19 +124,89 @@ const parseHeaders = undici.util.parseHeaders as (raw: Buffer[]) => IncomingHttp
  */
 export const LEGACY_CORE: boolean = !('Dispatcher1Wrapper' in undici);
 
-export class Attempt implements Handler {
+/**
+ * What every attempt of the undici adapters is before its response is
+ * handed on: the probe of where it went (stale.ts) and the response's head,
+ * its headers parsed only if someone reads them whole.
+ */
+export abstract class AttemptHead implements Probe {
   status = 0;
-  /** Parsed on first use when undici handed over only the raw headers ({@link CoreHandler}). */
-  #headers: IncomingHttpHeaders | undefined;
   statusText: string | undefined;
   /** undici's raw headers (its `UnwrapHandler` controller carries them), when given. */
   rawHeaders: Buffer[] | undefined;
-  rawTrailers: Buffer[] | undefined;
-  #controller: Controller | undefined;
+  /** Parsed on first use when undici handed over only the raw headers. */
+  protected parsed: IncomingHttpHeaders | undefined;
   // Where it went out (stale.ts, `Probe`): kept on the attempt itself, one object fewer.
   socket: Probe['socket'];
   reused = false;
   bytesRead = 0;
+
+  get headers(): IncomingHttpHeaders {
+    this.parsed ??= this.rawHeaders === undefined ? NO_HEADERS : parseHeaders(this.rawHeaders);
+    return this.parsed;
+  }
+
+  /**
+   * One response header (`name` in lower case), read from the raw headers
+   * when there are any, without parsing them all: what the executor's own
+   * pacing readers need of a success (src/retry/server-delay.ts). Repeated
+   * headers are joined with `, `, as `readHeader` does for a record.
+   */
+  get(name: string): string | undefined {
+    const raw = this.rawHeaders;
+    if (raw === undefined || this.parsed !== undefined) {
+      const value = this.headers[name];
+      return Array.isArray(value) ? value.join(', ') : value;
+    }
+    let found: string | undefined;
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      const key = raw[i]!;
+      if (key.length !== name.length || key.toString('latin1').toLowerCase() !== name) continue;
+      const v = raw[i + 1] as Buffer | Buffer[] | string;
+      const value =
+        typeof v === 'string'
+          ? v
+          : Array.isArray(v)
+            ? v.map((x) => x.toString('latin1')).join(', ')
+            : v.toString('latin1');
+      found = found === undefined ? value : `${found}, ${value}`;
+    }
+    return found;
+  }
+
+  /**
+   * Whether the response carries one of the quota headers the pacing readers
+   * look for on a success (`hasQuotaHeaders` in server-delay.ts): one pass
+   * over the raw names, only names of those lengths compared.
+   */
+  hasQuotaHeaders(): boolean {
+    const raw = this.rawHeaders;
+    if (raw === undefined || this.parsed !== undefined) {
+      const h = this.headers;
+      return (
+        h.ratelimit !== undefined ||
+        h['x-ratelimit-remaining'] !== undefined ||
+        h['ratelimit-remaining'] !== undefined
+      );
+    }
+    for (let i = 0; i < raw.length; i += 2) {
+      const n = raw[i]!.length;
+      if (n !== 9 && n !== 19 && n !== 21) continue;
+      const name = raw[i]!.toString('latin1').toLowerCase();
+      if (
+        name === 'ratelimit' ||
+        name === 'ratelimit-remaining' ||
+        name === 'x-ratelimit-remaining'
+      )
+        return true;
+    }
+    return false;
+  }
+}
+
+export class Attempt extends AttemptHead implements Handler {
+  rawTrailers: Buffer[] | undefined;
+  #controller: Controller | undefined;
   #started = false;
   #resolve: ((attempt: Attempt) => void) | undefined;
   #reject: ((error: unknown) => void) | undefined;
@@ -157,39 +227,6 @@ export class Attempt implements Handler {
   #discarded: (() => void) | undefined;
   /** The caller's handler threw and was given its error (`fail`). */
   #failed = false;
-
-  get headers(): IncomingHttpHeaders {
-    this.#headers ??= this.rawHeaders === undefined ? NO_HEADERS : parseHeaders(this.rawHeaders);
-    return this.#headers;
-  }
-
-  /**
-   * One response header (`name` in lower case), read from the raw headers
-   * when there are any, without parsing them all: what the executor's own
-   * pacing readers need of a success (src/retry/server-delay.ts). Repeated
-   * headers are joined with `, `, as `readHeader` does for a record.
-   */
-  get(name: string): string | undefined {
-    const raw = this.rawHeaders;
-    if (raw === undefined || this.#headers !== undefined) {
-      const value = this.headers[name];
-      return Array.isArray(value) ? value.join(', ') : value;
-    }
-    let found: string | undefined;
-    for (let i = 0; i + 1 < raw.length; i += 2) {
-      const key = raw[i]!;
-      if (key.length !== name.length || key.toString('latin1').toLowerCase() !== name) continue;
-      const v = raw[i + 1] as Buffer | Buffer[] | string;
-      const value =
-        typeof v === 'string'
-          ? v
-          : Array.isArray(v)
-            ? v.map((x) => x.toString('latin1')).join(', ')
-            : v.toString('latin1');
-      found = found === undefined ? value : `${found}, ${value}`;
-    }
-    return found;
-  }
 
   /** Dispatches one attempt; resolves at its response headers, rejects on a failure before them. */
   static send(
@@ -227,6 +264,30 @@ export class Attempt implements Handler {
     }
   }
 
+  /**
+   * An attempt for a response that attempt 1's own handler (first.ts)
+   * began and does not hand on itself (a status of 400 or more, for the
+   * executor to decide on): from its headers on the response is this
+   * attempt's, through the legacy handler returned, and `ok` is called with
+   * the attempt before this returns.
+   */
+  static adopt(
+    abort: (reason?: Error) => void,
+    statusCode: number,
+    rawHeaders: Buffer[],
+    resume: () => void,
+    statusMessage: string | undefined,
+    ok: (attempt: Attempt) => void,
+  ): CoreHandler {
+    const attempt = new Attempt();
+    attempt.#resolve = ok;
+    const core = new CoreHandler(attempt);
+    core.connected(abort);
+    attempt.#controller = core;
+    core.onHeaders(statusCode, rawHeaders, resume, statusMessage);
+    return core;
+  }
+
   /** The executor gave up on this attempt before its response (deadline, caller's abort). */
   #abort(reason: unknown): void {
     if (this.#mode === 'forward' || this.#mode === 'done') return;
@@ -254,7 +315,7 @@ export class Attempt implements Handler {
     this.#controller = controller;
     this.#started = true;
     this.status = statusCode;
-    this.#headers = headers;
+    this.parsed = headers;
     this.statusText = statusMessage;
     this.rawHeaders = (controller as { rawHeaders?: Buffer[] | null }).rawHeaders ?? undefined;
     const resolve = this.#resolve!;
@@ -451,7 +512,7 @@ export class Attempt implements Handler {
  * them ({@link Attempt.headers}): a success that is handed to a legacy caller
  * (`undici.request`) is parsed once, by that caller, instead of twice.
  */
-class CoreHandler extends ControllerState {
+export class CoreHandler extends ControllerState {
   readonly #attempt: Attempt;
   #abort: ((reason?: Error) => void) | undefined;
   #resume: (() => void) | undefined;
@@ -476,6 +537,11 @@ class CoreHandler extends ControllerState {
   onConnect(abort: (reason?: Error) => void): void {
     this.#abort = abort;
     this.#attempt.onRequestStart(this);
+  }
+
+  /** The request went out through someone else's handler, which handed over `abort` ({@link Attempt.adopt}). */
+  connected(abort: (reason?: Error) => void): void {
+    this.#abort = abort;
   }
 
   onHeaders(

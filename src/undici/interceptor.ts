@@ -18,7 +18,7 @@ import type {
   TimeoutOptions,
 } from '../options.js';
 import { describeReplay, type ReplayRequest } from '../replay.js';
-import { idempotencyOf, readRequestOptions } from '../request-options.js';
+import { idempotencyOf, type RequestSettings, readRequestOptions } from '../request-options.js';
 import { errorCode } from '../retry/classify.js';
 import type { HeaderSource } from '../retry/server-delay.js';
 import { Attempt, CallerController, deliverError, LEGACY_CORE } from './attempt.js';
@@ -155,7 +155,7 @@ const RAW_ONLY: IncomingHttpHeaders = Object.freeze({});
  * One dispatch as the executor sees it: the logical request and its
  * exchange in one object (one allocation on the hot path).
  */
-class DispatchCall implements LogicalRequest, Exchange<Attempt> {
+export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   readonly method: string;
   readonly url: string;
   readonly origin: string;
@@ -174,33 +174,36 @@ class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   /** See {@link UndiciRuntime.ownPacing}. */
   readonly #ownPacing: boolean;
 
+  // Positional, not an object of fields: one allocation fewer on every request.
   constructor(
     dispatch: Dispatcher.Dispatch,
     opts: Dispatcher.DispatchOptions,
     ownPacing: boolean,
-    fields: {
-      method: string;
-      origin: string;
-      url: string;
-      replayable: boolean;
-      signal: AbortSignal;
-      retry: ResolvedRetryOptions;
-      timeout: ResolvedTimeoutOptions;
-      keyHeader: string;
-    },
+    method: string,
+    origin: string,
+    path: string,
+    replayable: boolean,
+    signal: AbortSignal,
+    settings: RequestSettings,
+    keyHeader: string,
   ) {
     this.#dispatch = dispatch;
     this.#opts = opts;
     this.#ownPacing = ownPacing;
-    this.method = fields.method;
-    this.origin = fields.origin;
-    this.url = fields.url;
-    this.replayable = fields.replayable;
-    this.signal = fields.signal;
-    this.retry = fields.retry;
-    this.timeout = fields.timeout;
-    this.#keyHeader = fields.keyHeader;
+    this.method = method;
+    this.origin = origin;
+    this.url = `${origin}${path}`;
+    this.replayable = replayable;
+    this.signal = signal;
+    this.retry = settings.retry;
+    this.timeout = settings.timeout;
+    this.#keyHeader = keyHeader;
     this.resendable = resendable(opts.body);
+  }
+
+  /** The options each attempt is dispatched with. */
+  get options(): Dispatcher.DispatchOptions {
+    return this.#opts;
   }
 
   secrets(): readonly string[] {
@@ -253,8 +256,8 @@ class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   }
 }
 
-/** Builds the logical request (and its exchange) from the dispatch options. */
-function prepare(
+/** Builds the logical request (and its exchange) from the dispatch options. @internal */
+export function prepare(
   client: UndiciRuntime,
   dispatch: Dispatcher.Dispatch,
   opts: StaunchDispatchOptions,
@@ -269,7 +272,6 @@ function prepare(
     staunch = fields;
   }
   const settings = readRequestOptions(client, staunch, 'staunch');
-  const { retry, timeout } = settings;
   const method = String(base.method).toUpperCase();
   const { header } = client.idempotency;
   const keyHeader = header.toLowerCase();
@@ -288,16 +290,18 @@ function prepare(
   else if (base !== opts || headers !== base.headers) {
     attemptOpts = { ...base, headers } as Dispatcher.DispatchOptions;
   }
-  return new DispatchCall(dispatch, attemptOpts, client.ownPacing === true, {
+  return new DispatchCall(
+    dispatch,
+    attemptOpts,
+    client.ownPacing === true,
     method,
     origin,
-    url: `${origin}${base.path}`,
+    base.path,
     replayable,
     signal,
-    retry,
-    timeout,
-    keyHeader: header,
-  });
+    settings,
+    header,
+  );
 }
 
 /** `origin` as undici takes it (a string or a URL), without a trailing slash. */

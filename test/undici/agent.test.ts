@@ -247,6 +247,77 @@ describe("attempt 1's signal is a token: aborts still reach undici", () => {
   });
 });
 
+describe('attempt 1 handed straight to a legacy caller (first.ts)', () => {
+  it('a caller that aborts from its own onConnect gets its reason, and nothing is sent', async () => {
+    const server = await serve((_req, res) => res.end('ok'));
+    const agent = open.add(createAgent({ retry: fast }));
+    const controller = new AbortController();
+    const reason = new Error('aborted before it went');
+    controller.abort(reason);
+    expect(
+      await rejection(request(server.url, { dispatcher: agent, signal: controller.signal })),
+    ).toBe(reason);
+    const errors: unknown[] = [];
+    await new Promise<void>((resolve) => {
+      agent.dispatch({ origin: server.url, path: '/', method: 'GET' }, {
+        onConnect: (abort: (reason?: Error) => void) => abort(reason),
+        onHeaders: () => {
+          errors.push('headers');
+          return true;
+        },
+        onData: () => true,
+        onComplete: () => {
+          errors.push('complete');
+          resolve();
+        },
+        onError: (error: Error) => {
+          errors.push(error);
+          // Anything delivered after the error would show in `errors` by the next turn.
+          setImmediate(resolve);
+        },
+      } as unknown as Dispatcher.DispatchHandler);
+    });
+    expect(errors).toEqual([reason]);
+    expect(server.received).toHaveLength(0);
+  });
+
+  it('a 503 then a 404: the 404 is handed over whole, its body and all, after one retry', async () => {
+    let calls = 0;
+    const server = await serve((_req, res) => {
+      calls++;
+      res.statusCode = calls === 1 ? 503 : 404;
+      res.setHeader('x-call', String(calls));
+      res.end(`body ${calls}`);
+    });
+    const agent = open.add(createAgent({ retry: fast }));
+    const res = await request(server.url, { dispatcher: agent });
+    expect(res.statusCode).toBe(404);
+    expect(res.headers['x-call']).toBe('2');
+    expect(await res.body.text()).toBe('body 2');
+    expect(server.received).toHaveLength(2);
+  });
+
+  it('a success after the caller aborted mid-body ends in its reason, the socket released', async () => {
+    let closed = 0;
+    const server = await serve((req, res) => {
+      req.socket.on('close', () => closed++);
+      res.write('first part');
+    });
+    const agent = open.add(createAgent({ retry: fast }));
+    const controller = new AbortController();
+    const reason = new Error('caller stopped reading');
+    const res = await request(server.url, { dispatcher: agent, signal: controller.signal });
+    expect(res.statusCode).toBe(200);
+    controller.abort(reason);
+    expect(await rejection(res.body.text())).toBe(reason);
+    await new Promise<void>((resolve) => {
+      const check = (): void => (closed === 1 ? resolve() : void setImmediate(check));
+      check();
+    });
+    expect(server.received).toHaveLength(1);
+  });
+});
+
 describe('AbortToken', () => {
   it('runs each listener once on abort, none after removal, and throws its reason', () => {
     const token = new AbortToken();
