@@ -57,6 +57,8 @@ export interface ResolvedTimeoutOptions {
 /** @internal */
 export interface ResolvedIdempotencyOptions {
   readonly header: string;
+  /** `header` in lower case (undici's header records), computed once. */
+  readonly lower: string;
   readonly auto: boolean;
 }
 
@@ -183,14 +185,16 @@ export function checkHeaderName(path: string, value: unknown): string {
 export function resolveIdempotencyOptions(
   input: IdempotencyOptions | undefined,
 ): ResolvedIdempotencyOptions {
-  if (input === undefined) return Object.freeze({ header: 'Idempotency-Key', auto: false });
+  if (input === undefined) {
+    return Object.freeze({ header: 'Idempotency-Key', lower: 'idempotency-key', auto: false });
+  }
   const o = checkObject('idempotency', input, ['header', 'auto']);
   const header = checkHeaderName('idempotency.header', o.header ?? 'Idempotency-Key');
   const auto = o.auto ?? false;
   if (typeof auto !== 'boolean') {
     throw new TypeError(`idempotency.auto must be a boolean, got ${describe(auto)}`);
   }
-  return Object.freeze({ header, auto });
+  return Object.freeze({ header, lower: header.toLowerCase(), auto });
 }
 
 export function checkClock(input: unknown): Clock | undefined {

@@ -17,9 +17,9 @@ import { lookup as dnsLookup } from 'node:dns';
 import type { EventEmitter } from 'node:events';
 import { Agent, buildConnector, Dispatcher } from 'undici';
 import { LEGACY_CORE } from './attempt.js';
+import { passesThrough } from './call.js';
 import { type ClientOptions, resolveUndiciRuntime, type UndiciRuntime } from './client.js';
-import { runFirst } from './first.js';
-import { passesThrough, run } from './interceptor.js';
+import { runFirst, runFirstStarted } from './first.js';
 import { isNewApi, LegacyCaller, type LegacyHandler } from './legacy.js';
 import {
   type ResolvedTransport,
@@ -93,9 +93,12 @@ class StaunchAgent extends Dispatcher {
     handler: Dispatcher.DispatchHandler,
   ): boolean {
     if (passesThrough(opts)) return this.#agent.dispatch(opts, handler);
-    if (isNewApi(handler)) run(this.#client, this.#dispatch, opts, handler, false);
+    if (isNewApi(handler)) runFirstStarted(this.#client, this.#dispatch, opts, handler, false);
     else if (LEGACY_CORE) runFirst(this.#client, this.#dispatch, opts, handler as LegacyHandler);
-    else run(this.#client, this.#dispatch, opts, new LegacyCaller(handler as LegacyHandler), false);
+    else {
+      const caller = new LegacyCaller(handler as LegacyHandler);
+      runFirstStarted(this.#client, this.#dispatch, opts, caller, false);
+    }
     return true;
   }
 

@@ -288,6 +288,24 @@ export class Attempt extends AttemptHead implements Handler {
     return core;
   }
 
+  /**
+   * {@link adopt} on the new handler API: the attempt takes over at the
+   * response's start, through undici's `controller`; it is handed to `ok`
+   * before this returns, and the caller feeds it the rest of the response.
+   */
+  static adoptStarted(
+    controller: Controller,
+    statusCode: number,
+    headers: IncomingHttpHeaders | undefined,
+    statusMessage: string | undefined,
+    ok: (attempt: Attempt) => void,
+  ): Attempt {
+    const attempt = new Attempt();
+    attempt.#resolve = ok;
+    attempt.onResponseStart(controller, statusCode, headers, statusMessage);
+    return attempt;
+  }
+
   /** The executor gave up on this attempt before its response (deadline, caller's abort). */
   #abort(reason: unknown): void {
     if (this.#mode === 'forward' || this.#mode === 'done') return;

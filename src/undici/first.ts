@@ -1,27 +1,44 @@
 /**
- * Attempt 1 of `createAgent` on undici 7, for a caller on the legacy handler
- * API (`undici.request`, `stream`, `pipeline`, undici's `fetch`): one handler
- * between undici's core and the caller's, which hands a response below 400
- * straight through (the caller gets undici's own `resume`, raw headers,
- * chunks and trailers, as from a bare `Agent`) once the executor has been
- * told of it. Nothing is held, nothing wrapped, no promise in between.
+ * Attempt 1 of the undici adapters (`createAgent`, `retryInterceptor`): one
+ * handler between undici and the caller's, which hands a response below 400
+ * straight through once the executor has been told of it (its admission,
+ * `attempt` event and policies: `Executor.first` and `firstDone`). Nothing
+ * is held, nothing wrapped, no promise or timer of its own in between.
  *
  * Anything else leaves this path for the executor's retry loop, which then
  * goes on exactly as if it had sent attempt 1 itself: a failure before the
  * response, the attempt's deadline and the caller's abort (each settled at
  * once, the dispatch aborted), and a status of 400 or more, whose response
  * an `Attempt` adopts (attempt.ts) to be discarded or handed over.
+ *
+ * Two flavours: {@link LegacyFirst} speaks undici 7's legacy handler API on
+ * both sides (`createAgent` under `undici.request`, `stream`, `pipeline`,
+ * undici's `fetch`: the caller gets undici's own `resume`, raw headers,
+ * chunks and trailers, as from a bare `Agent`); {@link StartedFirst} the new
+ * API on both (a `compose` chain, undici 8, a new-API caller), the caller's
+ * controller driving undici's.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { FirstSink, FirstTicket, Outcome } from '../executor.js';
 import { noop } from '../internal/clock.js';
 import { type Deadline, startDeadline } from '../internal/deadlines.js';
 import { AbortToken } from '../internal/token.js';
-import { Attempt, AttemptHead, CallerController, type CoreHandler } from './attempt.js';
+import {
+  Attempt,
+  AttemptHead,
+  CallerController,
+  type CoreHandler,
+  deliverError,
+  LEGACY_CORE,
+} from './attempt.js';
+import { prepare, surface } from './call.js';
 import type { UndiciRuntime } from './client.js';
-import { prepare, surface } from './interceptor.js';
 import { LegacyCaller, type LegacyHandler } from './legacy.js';
 import { expectSend, markIfStale } from './stale.js';
+
+type Controller = Dispatcher.DispatchController;
+type Handler = Dispatcher.DispatchHandler;
 
 /**
  * Runs one logical request of `createAgent` for a legacy `caller` over
@@ -35,7 +52,7 @@ export function runFirst(
   caller: LegacyHandler,
 ): void {
   const logical = new AbortToken();
-  const first = new FirstAttempt(client, caller, logical);
+  const first = new LegacyFirst(client, caller, logical);
   let call: ReturnType<typeof prepare>;
   try {
     // As any dispatcher's caller, it learns how to abort first.
@@ -47,8 +64,36 @@ export function runFirst(
   }
   // Retries, if any, speak undici 7's legacy API too (attempt.ts, `CoreHandler`).
   call.core = true;
-  const ticket = client.executor.first(call, call, first);
-  if (ticket !== undefined) first.send(ticket, dispatch, call.options);
+  first.start(call, dispatch);
+}
+
+/**
+ * The same for a `caller` on the new handler API (a `compose` chain's,
+ * undici 8's, a legacy caller seen through {@link LegacyCaller}). `mark`:
+ * the attempts carry the mark that makes a staunch layer further down pass
+ * them through (call.ts, `prepare`); without it (`createAgent`, whose
+ * `dispatch` is its own `Agent`'s) retries on undici 7 speak its legacy API.
+ * @internal
+ */
+export function runFirstStarted(
+  client: UndiciRuntime,
+  dispatch: Dispatcher.Dispatch,
+  opts: Dispatcher.DispatchOptions,
+  caller: Handler,
+  mark: boolean,
+): void {
+  const logical = new AbortToken();
+  const first = new StartedFirst(client, caller, logical);
+  let call: ReturnType<typeof prepare>;
+  try {
+    caller.onRequestStart?.(first.controller, {});
+    call = prepare(client, dispatch, opts, logical.signal, mark);
+  } catch (error) {
+    first.reject(error);
+    return;
+  }
+  call.core = !mark && LEGACY_CORE;
+  first.start(call, dispatch);
 }
 
 /** Where attempt 1 is. */
@@ -57,57 +102,180 @@ enum State {
   Waiting,
   /** A success, handed straight to the caller's handler. */
   Forwarding,
-  /** The executor has the outcome; a response is the adopted attempt's (`core`). */
+  /** The executor has the outcome; a response is the adopted attempt's. */
   Handed,
 }
 
-/** The raw headers stand for the parsed ones for a legacy caller (interceptor.ts). */
-const RAW_ONLY = Object.freeze({});
+/** The raw headers stand for the parsed ones for a legacy caller (legacy.ts). */
+const RAW_ONLY: IncomingHttpHeaders = Object.freeze({});
 
-export class FirstAttempt extends AttemptHead implements FirstSink<Attempt> {
-  readonly #client: UndiciRuntime;
-  readonly #caller: LegacyHandler;
-  readonly #logical: AbortToken;
-  #ticket: FirstTicket | undefined;
-  #state = State.Waiting;
-  /** undici's abort of this dispatch, from `onConnect`. */
-  #abort: ((reason?: Error) => void) | undefined;
-  /** An abort asked for before undici called `onConnect`. */
-  #abortReason: Error | undefined;
+/** What both flavours share: the executor's side of attempt 1, and its ends. */
+abstract class FirstBase extends AttemptHead implements FirstSink<Attempt> {
+  protected readonly client: UndiciRuntime;
+  protected readonly logical: AbortToken;
+  protected ticket: FirstTicket | undefined;
+  protected state = State.Waiting;
+  /** An abort asked for before undici connected the dispatch. */
+  protected abortReason: Error | undefined;
   #deadline: Deadline | undefined;
-  /** The adopted attempt's handler, once a response of 400 or more is the executor's. */
-  #core: CoreHandler | undefined;
-  /** The caller's controller once the executor runs the request (a retry's response, an error). */
-  #controller: CallerController | undefined;
-  /** What the caller calls to abort (given to its `onConnect`). */
-  readonly callerAbort = (reason?: Error): void => this.#callerAbort(reason);
 
-  constructor(client: UndiciRuntime, caller: LegacyHandler, logical: AbortToken) {
+  constructor(client: UndiciRuntime, logical: AbortToken) {
     super();
-    this.#client = client;
-    this.#caller = caller;
-    this.#logical = logical;
+    this.client = client;
+    this.logical = logical;
   }
 
-  /** Sends attempt 1 as `ticket` allows (`Executor.first`). */
-  send(ticket: FirstTicket, dispatch: Dispatcher.Dispatch, opts: Dispatcher.DispatchOptions): void {
-    this.#ticket = ticket;
+  /** Admits attempt 1 (`Executor.first`) and, when it may go now, sends it. */
+  start(call: ReturnType<typeof prepare>, dispatch: Dispatcher.Dispatch): void {
+    const ticket = this.client.executor.first(call, call, this);
+    if (ticket === undefined) return;
+    this.ticket = ticket;
     const { limit } = ticket;
     if (Number.isFinite(limit)) {
-      this.#deadline = startDeadline(this.#client.executor.clock, limit, () => this.#expire());
+      this.#deadline = startDeadline(this.client.executor.clock, limit, () => this.#expire());
     }
     try {
-      dispatch(opts, this as unknown as Dispatcher.DispatchHandler);
+      dispatch(call.options, this as unknown as Handler);
     } catch (error) {
-      this.onError(error as Error);
+      this.failed(error as Error);
     }
   }
 
-  // undici 7's legacy handler API.
+  /** The response started: its head is read, the deadline is over. `false`: not attempt 1's. */
+  protected started(statusCode: number, statusMessage: string | undefined): boolean {
+    // 1xx informational responses are not the response.
+    if (this.state !== State.Waiting || statusCode < 200) return false;
+    this.#deadline?.cancel();
+    this.status = statusCode;
+    this.statusText = statusMessage;
+    return true;
+  }
+
+  /**
+   * A response below 400: the executor learns from it. `true`: hand it to
+   * the caller (forwarding); `false`: the executor failed on it and told the
+   * caller, and the response is released.
+   */
+  protected succeeded(): boolean {
+    this.state = State.Forwarding;
+    // Below 400 the executor only reads its status and headers and tells the policies.
+    const head = this as AttemptHead as Attempt;
+    if (
+      this.client.executor.firstDone(this.ticket!, { ok: true, response: head, unlink: noop }, this)
+    ) {
+      return true;
+    }
+    this.state = State.Handed;
+    this.stop(new Error('staunch: response released'));
+    return false;
+  }
+
+  /** A response of 400 or more, adopted by `attempt`: the executor decides. */
+  protected adopted(attempt: Attempt): void {
+    this.settle({ ok: true, response: attempt, unlink: noop });
+  }
+
+  /** Attempt 1 failed before its response: the executor decides. */
+  protected failed(error: Error): void {
+    markIfStale(error, this);
+    this.#fail(error);
+  }
+
+  #fail(error: Error): void {
+    this.#deadline?.cancel();
+    this.state = State.Handed;
+    this.settle({ ok: false, error });
+  }
+
+  protected settle(outcome: Outcome<Attempt>): void {
+    this.client.executor.firstDone(this.ticket!, outcome, this);
+  }
+
+  #expire(): void {
+    if (this.state !== State.Waiting) return;
+    const error = this.client.executor.firstDeadline(this.ticket!);
+    this.stop(error);
+    this.#fail(error);
+  }
+
+  /** Aborts attempt 1's dispatch, now or as soon as undici connects it. */
+  protected abstract stop(reason: Error): void;
+
+  /** The caller's abort, while attempt 1 is this handler's. */
+  protected abortFirst(reason: Error): void {
+    switch (this.state) {
+      case State.Waiting:
+        this.logical.abort(reason);
+        // Before it was sent (from the caller's own start callback): the executor sees it at once.
+        if (this.ticket === undefined) return;
+        this.stop(reason);
+        this.#fail(reason);
+        return;
+      case State.Forwarding:
+        this.stop(reason);
+        return;
+      default:
+        this.logical.abort(reason);
+    }
+  }
+
+  // The executor's sink, once the request is its: a later attempt's response, or the error.
+
+  resolve(attempt: Attempt): void {
+    const controller = this.callerController();
+    if (controller.aborted) {
+      void attempt.discard(Promise.resolve());
+      this.reject(controller.reason);
+      return;
+    }
+    const handler = this.callerHandler();
+    controller.attempt = attempt;
+    attempt.forward(handler, controller);
+    const headers =
+      handler instanceof LegacyCaller && attempt.rawHeaders !== undefined
+        ? RAW_ONLY
+        : attempt.headers;
+    try {
+      handler.onResponseStart?.(controller, attempt.status, headers, attempt.statusText);
+    } catch (error) {
+      attempt.fail(error);
+      return;
+    }
+    attempt.flush();
+  }
+
+  abstract reject(error: unknown): void;
+
+  /** The caller's controller for a later attempt's response. */
+  protected abstract callerController(): CallerController;
+
+  /** The caller's handler on the new API, for a later attempt's response. */
+  protected abstract callerHandler(): Handler;
+}
+
+/** Attempt 1 on undici 7's legacy handler API, for a legacy caller. */
+class LegacyFirst extends FirstBase {
+  readonly #caller: LegacyHandler;
+  /** undici's abort of this dispatch, from `onConnect`. */
+  #abort: ((reason?: Error) => void) | undefined;
+  /** The adopted attempt's handler, once a response of 400 or more is the executor's. */
+  #core: CoreHandler | undefined;
+  #controller: CallerController | undefined;
+  /** What the caller calls to abort (given to its `onConnect`). */
+  readonly callerAbort = (reason?: Error): void => {
+    if (this.state === State.Handed && this.#controller !== undefined) {
+      this.#controller.abort(reason as Error);
+    } else this.abortFirst(reason ?? new Error('The request was aborted'));
+  };
+
+  constructor(client: UndiciRuntime, caller: LegacyHandler, logical: AbortToken) {
+    super(client, logical);
+    this.#caller = caller;
+  }
 
   onConnect(abort: (reason?: Error) => void): void {
-    if (this.#state !== State.Waiting || this.#abortReason !== undefined) {
-      abort(this.#abortReason);
+    if (this.state !== State.Waiting || this.abortReason !== undefined) {
+      abort(this.abortReason);
       return;
     }
     this.#abort = abort;
@@ -120,85 +288,42 @@ export class FirstAttempt extends AttemptHead implements FirstSink<Attempt> {
     resume: () => void,
     statusMessage?: string,
   ): boolean | undefined {
-    if (this.#state !== State.Waiting) return false;
-    // 1xx informational responses are not the response.
-    if (statusCode < 200) return true;
-    this.#deadline?.cancel();
-    this.status = statusCode;
+    // Not attempt 1's response (a 1xx: go on; after it settled: nothing more is read).
+    if (!this.started(statusCode, statusMessage)) return this.state === State.Waiting;
     this.rawHeaders = rawHeaders;
-    this.statusText = statusMessage;
     if (statusCode >= 400) {
-      this.#state = State.Handed;
+      this.state = State.Handed;
       const core = Attempt.adopt(this.#abort!, statusCode, rawHeaders, resume, statusMessage, (a) =>
-        this.#settle({ ok: true, response: a, unlink: noop }),
+        this.adopted(a),
       );
       this.#core = core;
       return !core.paused;
     }
-    this.#state = State.Forwarding;
-    // Below 400 the executor only reads its status and headers and tells the policies.
-    const head = this as AttemptHead as Attempt;
-    if (
-      !this.#client.executor.firstDone(
-        this.#ticket!,
-        { ok: true, response: head, unlink: noop },
-        this,
-      )
-    ) {
-      // The executor failed on it and told the caller: the response goes unread.
-      this.#state = State.Handed;
-      this.#abort?.(new Error('staunch: response released'));
-      return false;
-    }
+    if (!this.succeeded()) return false;
     const caller = this.#caller;
     caller.onResponseStarted?.();
     return caller.onHeaders?.(statusCode, rawHeaders, resume, statusMessage);
   }
 
   onData(chunk: Buffer): boolean | undefined {
-    if (this.#state === State.Forwarding) return this.#caller.onData?.(chunk);
+    if (this.state === State.Forwarding) return this.#caller.onData?.(chunk);
     return this.#core?.onData(chunk) ?? false;
   }
 
   onComplete(rawTrailers: Buffer[] | null): void {
-    if (this.#state === State.Forwarding) this.#caller.onComplete?.(rawTrailers);
+    if (this.state === State.Forwarding) this.#caller.onComplete?.(rawTrailers);
     else this.#core?.onComplete(rawTrailers);
   }
 
   onError(error: Error): void {
-    switch (this.#state) {
-      case State.Waiting:
-        markIfStale(error, this);
-        this.#fail(error);
-        return;
-      case State.Forwarding:
-        this.#caller.onError?.(error);
-        return;
-      default:
-        this.#core?.onError(error);
-    }
+    if (this.state === State.Waiting) this.failed(error);
+    else if (this.state === State.Forwarding) this.#caller.onError?.(error);
+    else this.#core?.onError(error);
   }
 
-  // The executor's sink, once the request is its.
-
-  resolve(attempt: Attempt): void {
-    const controller = this.#callerController();
-    if (controller.aborted) {
-      void attempt.discard(Promise.resolve());
-      this.reject(controller.reason);
-      return;
-    }
-    const handler = new LegacyCaller(this.#caller);
-    controller.attempt = attempt;
-    attempt.forward(handler, controller);
-    const headers = attempt.rawHeaders !== undefined ? RAW_ONLY : attempt.headers;
-    try {
-      handler.onResponseStart(controller, attempt.status, headers, attempt.statusText);
-    } catch (error) {
-      attempt.fail(error);
-      return;
-    }
-    attempt.flush();
+  protected stop(reason: Error): void {
+    if (this.#abort !== undefined) this.#abort(reason);
+    else this.abortReason = reason;
   }
 
   reject(error: unknown): void {
@@ -209,51 +334,139 @@ export class FirstAttempt extends AttemptHead implements FirstSink<Attempt> {
     }
   }
 
-  #callerController(): CallerController {
-    this.#controller ??= new CallerController(this.#logical);
+  protected callerController(): CallerController {
+    this.#controller ??= new CallerController(this.logical);
     return this.#controller;
   }
 
-  /** Attempt 1 failed before its response (or was aborted): the executor decides. */
-  #fail(error: Error): void {
-    this.#deadline?.cancel();
-    this.#state = State.Handed;
-    this.#settle({ ok: false, error });
+  protected callerHandler(): LegacyCaller {
+    return new LegacyCaller(this.#caller);
+  }
+}
+
+/**
+ * The caller's controller of {@link StartedFirst}: while attempt 1 is its
+ * own, its abort, pause and resume are attempt 1's; once the executor has
+ * handed over a later attempt, the `CallerController` it extends drives that.
+ */
+class StartedController extends CallerController {
+  readonly #first: StartedFirst;
+
+  constructor(logical: AbortToken, first: StartedFirst) {
+    super(logical);
+    this.#first = first;
   }
 
-  #settle(outcome: Outcome<Attempt>): void {
-    this.#client.executor.firstDone(this.#ticket!, outcome, this);
+  override get rawHeaders(): Buffer[] | null {
+    return this.attempt === undefined ? (this.#first.rawHeaders ?? null) : super.rawHeaders;
   }
 
-  #expire(): void {
-    if (this.#state !== State.Waiting) return;
-    const error = this.#client.executor.firstDeadline(this.#ticket!);
-    this.#stop(error);
-    this.#fail(error);
+  override get rawTrailers(): Buffer[] | null {
+    return this.attempt === undefined ? this.#first.rawTrailers : super.rawTrailers;
   }
 
-  /** Aborts the dispatch of attempt 1, now or as soon as undici connects it. */
-  #stop(reason: Error): void {
-    if (this.#abort !== undefined) this.#abort(reason);
-    else this.#abortReason = reason;
+  protected override aborting(reason: Error): void {
+    if (this.attempt === undefined) this.#first.callerAbort(reason);
+    else super.aborting(reason);
   }
 
-  #callerAbort(reason: Error | undefined): void {
-    const why = reason ?? new Error('The request was aborted');
-    switch (this.#state) {
-      case State.Waiting:
-        this.#logical.abort(why);
-        // Before it was sent (from the caller's `onConnect`): the executor sees the abort at once.
-        if (this.#ticket === undefined) return;
-        this.#stop(why);
-        this.#fail(why);
-        return;
-      case State.Forwarding:
-        this.#abort?.(why);
-        return;
-      default:
-        if (this.#controller !== undefined) this.#controller.abort(why);
-        else this.#logical.abort(why);
+  protected override pausing(): void {
+    if (this.attempt === undefined) this.#first.core?.pause();
+    else super.pausing();
+  }
+
+  protected override resuming(): void {
+    if (this.attempt === undefined) this.#first.core?.resume();
+    else super.resuming();
+  }
+}
+
+/** Attempt 1 on the new handler API, towards undici and towards the caller. */
+class StartedFirst extends FirstBase {
+  readonly #caller: Handler;
+  readonly controller: StartedController;
+  /** undici's controller of attempt 1: while forwarding, the caller's drives it. */
+  core: Controller | undefined;
+  /** The attempt that took over a response of 400 or more. */
+  #adopted: Attempt | undefined;
+  rawTrailers: Buffer[] | null = null;
+
+  constructor(client: UndiciRuntime, caller: Handler, logical: AbortToken) {
+    super(client, logical);
+    this.#caller = caller;
+    this.controller = new StartedController(logical, this);
+  }
+
+  onRequestStart(controller: Controller): void {
+    if (this.state !== State.Waiting || this.abortReason !== undefined) {
+      controller.abort(this.abortReason ?? new Error('staunch: attempt released'));
+      return;
     }
+    this.core = controller;
+    expectSend(this);
+  }
+
+  onResponseStart(
+    controller: Controller,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+    statusMessage?: string,
+  ): void {
+    if (!this.started(statusCode, statusMessage)) return;
+    this.core = controller;
+    this.parsed = headers;
+    // undici 7's `UnwrapController` carries the raw headers it parsed these from.
+    this.rawHeaders = (controller as { rawHeaders?: Buffer[] | null }).rawHeaders ?? undefined;
+    if (statusCode >= 400) {
+      this.state = State.Handed;
+      this.#adopted = Attempt.adoptStarted(controller, statusCode, headers, statusMessage, (a) =>
+        this.adopted(a),
+      );
+      return;
+    }
+    if (this.succeeded()) {
+      this.#caller.onResponseStart?.(this.controller, statusCode, headers, statusMessage);
+    }
+  }
+
+  onResponseData(controller: Controller, chunk: Buffer): void {
+    if (this.state === State.Forwarding) this.#caller.onResponseData?.(this.controller, chunk);
+    else this.#adopted?.onResponseData(controller, chunk);
+  }
+
+  onResponseEnd(controller: Controller, trailers: IncomingHttpHeaders): void {
+    if (this.state === State.Forwarding) {
+      this.rawTrailers = (controller as { rawTrailers?: Buffer[] | null }).rawTrailers ?? null;
+      this.#caller.onResponseEnd?.(this.controller, trailers);
+    } else this.#adopted?.onResponseEnd(controller, trailers);
+  }
+
+  onResponseError(controller: Controller | undefined, error: Error): void {
+    if (this.state === State.Waiting) this.failed(error);
+    else if (this.state === State.Forwarding) {
+      this.#caller.onResponseError?.(this.controller, error);
+    } else this.#adopted?.onResponseError(controller, error);
+  }
+
+  /** The caller's abort while no later attempt has been handed over. */
+  callerAbort(reason: Error): void {
+    this.abortFirst(reason);
+  }
+
+  protected stop(reason: Error): void {
+    if (this.core !== undefined) this.core.abort(reason);
+    else this.abortReason = reason;
+  }
+
+  reject(error: unknown): void {
+    deliverError(this.#caller, this.controller, surface(error));
+  }
+
+  protected callerController(): CallerController {
+    return this.controller;
+  }
+
+  protected callerHandler(): Handler {
+    return this.#caller;
   }
 }

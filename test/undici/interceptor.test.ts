@@ -136,6 +136,74 @@ describe('retryInterceptor with undici.request', () => {
     expect(t.retries).toEqual([]);
   });
 
+  it("rejects with the caller's reason when it aborts while attempt 1 waits, and frees the socket", async () => {
+    let closed = 0;
+    const server = await serve((req) => {
+      req.socket.on('close', () => closed++);
+    });
+    const controller = new AbortController();
+    const reason = new Error('caller gave up');
+    const pending = request(server.url, {
+      dispatcher: agent({ retry: fast }),
+      signal: controller.signal,
+    });
+    await server.seen(1);
+    controller.abort(reason);
+    expect(await rejection(pending)).toBe(reason);
+    await until(() => closed === 1);
+    expect(server.received).toHaveLength(1);
+  });
+
+  it('sends nothing for a signal aborted before the dispatch', async () => {
+    const server = await serve((_req, res) => res.end('ok'));
+    const controller = new AbortController();
+    const reason = new Error('never went');
+    controller.abort(reason);
+    const pending = request(server.url, {
+      dispatcher: agent({ retry: fast }),
+      signal: controller.signal,
+    });
+    expect(await rejection(pending)).toBe(reason);
+    const after = await request(server.url, { dispatcher: agent({ retry: fast }) });
+    expect(await after.body.text()).toBe('ok');
+    expect(server.received).toHaveLength(1);
+  });
+
+  it('aborts attempt 1 at its deadline and sends attempt 2', async () => {
+    const server = await serve((_req, res, i) => {
+      if (i > 0) res.end('second');
+    });
+    const clock = fakeClock();
+    const pending = request(server.url, {
+      dispatcher: agent({ clock, retry: fast, timeout: { attempt: 5_000 } }),
+    });
+    await server.seen(1);
+    expect(clock.pending()).toEqual([5_000]);
+    await clock.advance(5_000);
+    const res = await pending;
+    expect(await res.body.text()).toBe('second');
+    expect(server.received).toHaveLength(2);
+  });
+
+  it("ends a success's body with the caller's reason when it aborts mid-body", async () => {
+    let closed = 0;
+    const server = await serve((req, res) => {
+      req.socket.on('close', () => closed++);
+      res.write('first part');
+    });
+    const controller = new AbortController();
+    const reason = new Error('caller stopped reading');
+    const res = await request(server.url, {
+      dispatcher: agent({ retry: fast }),
+      signal: controller.signal,
+    });
+    expect(res.statusCode).toBe(200);
+    controller.abort(reason);
+    expect(await rejection(res.body.text())).toBe(reason);
+    await until(() => closed === 1);
+    expect(server.received).toHaveLength(1);
+  });
+
   it('never starves a pool of one connection: small failure bodies are drained, large ones dropped', async () => {
     const big = Buffer.alloc(1024 * 1024, 'x');
     const server = await serve((req, res, i) => {
