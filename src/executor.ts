@@ -272,8 +272,14 @@ export class Executor {
       );
       return undefined;
     }
-    const flight = this.#open(request, exchange, sink);
-    if (flight === undefined) return undefined;
+    const flight = this.#open(request, exchange);
+    if (!(flight instanceof Flight)) {
+      flight.then(
+        (response) => sink.resolve(response),
+        (error: unknown) => sink.reject(error),
+      );
+      return undefined;
+    }
     const remaining = flight.deadline - flight.started;
     const { timeout } = request;
     flight.scope = timeout.attempt < remaining ? 'attempt' : 'total';
@@ -369,8 +375,11 @@ export class Executor {
     resolve: (response: R) => void,
     reject: (error: unknown) => void,
   ): void {
-    const flight = this.#open(request, exchange, { resolve, reject });
-    if (flight === undefined) return;
+    const flight = this.#open(request, exchange);
+    if (!(flight instanceof Flight)) {
+      flight.then(resolve, reject);
+      return;
+    }
     this.#send(flight, flight.started, (outcome) => {
       let lesson: Lesson | undefined;
       let response: R;
@@ -388,15 +397,10 @@ export class Executor {
 
   /**
    * Admits attempt 1: the flight, with its gate and start time, when it may
-   * leave at once; `undefined` when the request went on without it (an
-   * admission that waits continues in {@link #loop}; a refusal, an abort or
-   * no time left is given to `sink`).
+   * leave at once; otherwise the request's own end (an admission that waits
+   * continues in {@link #loop}; a refusal, an abort or no time left rejects).
    */
-  #open<R>(
-    request: LogicalRequest,
-    exchange: Exchange<R>,
-    sink: FirstSink<R>,
-  ): Flight<R> | undefined {
+  #open<R>(request: LogicalRequest, exchange: Exchange<R>): Flight<R> | Promise<R> {
     const policies = this.#policies;
     let flight: Flight<R>;
     let gate: Gate | Promise<Gate> = OPEN_GATE;
@@ -408,18 +412,11 @@ export class Executor {
       if (policies !== undefined) {
         if (policies.budget !== undefined) deposit(policies.budget, flight.key, now);
         gate = admit(flight, policies, now);
-        if (isPromiseLike(gate)) {
-          this.#loop(flight, gate, undefined).then(
-            (response) => sink.resolve(response),
-            (error: unknown) => sink.reject(error),
-          );
-          return undefined;
-        }
+        if (isPromiseLike(gate)) return this.#loop(flight, gate, undefined);
       }
       flight.started = this.#begin(flight, gate, now);
     } catch (error) {
-      sink.reject(error);
-      return undefined;
+      return Promise.reject(error);
     }
     flight.gate = gate;
     return flight;
