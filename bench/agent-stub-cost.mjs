@@ -27,9 +27,12 @@ if (values.help) {
 }
 const rounds = Number(values.rounds);
 const requests = Number(values.requests);
-for (const [name, n] of Object.entries({ rounds, requests })) {
-  if (!Number.isInteger(n) || n < 32) {
-    console.error(`agent-stub-cost: --${name} must be an integer >= 32`);
+for (const [name, n, min] of [
+  ['rounds', rounds, 1],
+  ['requests', requests, 32],
+]) {
+  if (!Number.isInteger(n) || n < min) {
+    console.error(`agent-stub-cost: --${name} must be an integer >= ${min}, got ${n}`);
     process.exit(2);
   }
 }
