@@ -13,6 +13,7 @@
  *   STAUNCH_DIST=/tmp/base/dist node bench/agent-stub-cost.mjs   # another build
  */
 import { parseArgs } from 'node:util';
+import { Relay } from './undici-variants.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -74,28 +75,6 @@ class Caller {
   }
   onError(error) {
     throw error;
-  }
-}
-
-class Relay {
-  constructor(handler) {
-    this.handler = handler;
-  }
-  onConnect(abort) {
-    this.handler.onConnect(abort);
-  }
-  onHeaders(status, headers, resume, text) {
-    this.status = status;
-    return this.handler.onHeaders(status, headers, resume, text);
-  }
-  onData(c) {
-    return this.handler.onData(c);
-  }
-  onComplete(t) {
-    this.handler.onComplete(t);
-  }
-  onError(e) {
-    this.handler.onError(e);
   }
 }
 

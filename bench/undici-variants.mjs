@@ -124,7 +124,8 @@ async function forwarding(agent, wrap) {
   return new Forwarding();
 }
 
-class Relay {
+/** A legacy handler that sees the status and forwards every call (also agent-stub-cost.mjs's floor). */
+export class Relay {
   constructor(handler) {
     this.handler = handler;
     this.status = 0;

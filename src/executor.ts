@@ -77,6 +77,14 @@ export interface FirstSink<R> {
   reject(error: unknown): void;
 }
 
+/** Ends `sink` with how `pending` settles. */
+function settleInto<R>(pending: Promise<R>, sink: FirstSink<R>): void {
+  pending.then(
+    (response) => sink.resolve(response),
+    (error: unknown) => sink.reject(error),
+  );
+}
+
 /**
  * Attempt 1 admitted for an adapter to send itself (see {@link Executor.first}):
  * it must settle within `limit` ms (the attempt's deadline, which the adapter
@@ -266,18 +274,12 @@ export class Executor {
     sink: FirstSink<R>,
   ): FirstTicket | undefined {
     if (this.#on.end !== undefined) {
-      this.#ending(request, exchange).then(
-        (response) => sink.resolve(response),
-        (error: unknown) => sink.reject(error),
-      );
+      settleInto(this.#ending(request, exchange), sink);
       return undefined;
     }
     const flight = this.#open(request, exchange);
     if (!(flight instanceof Flight)) {
-      flight.then(
-        (response) => sink.resolve(response),
-        (error: unknown) => sink.reject(error),
-      );
+      settleInto(flight, sink);
       return undefined;
     }
     const remaining = flight.deadline - flight.started;
@@ -303,10 +305,7 @@ export class Executor {
       return false;
     }
     if (lesson === undefined) return true;
-    this.#loop(flight, undefined, { outcome, lesson }).then(
-      (response) => sink.resolve(response),
-      (error: unknown) => sink.reject(error),
-    );
+    settleInto(this.#loop(flight, undefined, { outcome, lesson }), sink);
     return false;
   }
 

@@ -9,6 +9,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import * as undici from 'undici';
 import { DRAIN_LIMIT } from '../internal/limits.js';
+// On a parsed record it makes the one pass over its names itself.
+import { hasQuotaHeaders as hasQuotaRecord } from '../retry/server-delay.js';
 import { expectSend, markIfStale, type Probe } from './stale.js';
 import type { AbortToken } from './token.js';
 
@@ -181,14 +183,7 @@ export abstract class AttemptHead implements Probe {
    */
   hasQuotaHeaders(): boolean {
     const raw = this.rawHeaders;
-    if (raw === undefined || this.parsed !== undefined) {
-      const h = this.headers;
-      return (
-        h.ratelimit !== undefined ||
-        h['x-ratelimit-remaining'] !== undefined ||
-        h['ratelimit-remaining'] !== undefined
-      );
-    }
+    if (raw === undefined || this.parsed !== undefined) return hasQuotaRecord(this.headers);
     for (let i = 0; i < raw.length; i += 2) {
       const n = raw[i]!.length;
       if (n !== 9 && n !== 19 && n !== 21) continue;
@@ -283,7 +278,6 @@ export class Attempt extends AttemptHead implements Handler {
     attempt.#resolve = ok;
     const core = new CoreHandler(attempt);
     core.connected(abort);
-    attempt.#controller = core;
     core.onHeaders(statusCode, rawHeaders, resume, statusMessage);
     return core;
   }

@@ -20,7 +20,7 @@ import { describeReplay, type ReplayRequest } from '../replay.js';
 import { idempotencyOf, type RequestSettings, readRequestOptions } from '../request-options.js';
 import { errorCode } from '../retry/classify.js';
 import type { HeaderSource } from '../retry/server-delay.js';
-import { Attempt } from './attempt.js';
+import { Attempt, LEGACY_CORE } from './attempt.js';
 import type { UndiciRuntime } from './client.js';
 import { hasHeader, headerPairs, withHeader } from './headers.js';
 
@@ -70,8 +70,12 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   readonly resendable: (unsent: boolean) => boolean;
   /** `Attempt.send` only listens to its signal: a token does (token.ts). */
   readonly tokenSignal = true;
-  /** Dispatch straight to undici 7's legacy handler API (see {@link run}). */
-  core = false;
+  /**
+   * Retries dispatch straight to undici 7's legacy handler API (attempt.ts,
+   * `CoreHandler`): unmarked attempts, whose `dispatch` is staunch's own
+   * `Agent`'s (`createAgent`), on undici 7.
+   */
+  readonly core: boolean;
   /** See {@link UndiciRuntime.ownPacing}. */
   readonly #ownPacing: boolean;
 
@@ -87,6 +91,7 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     signal: AbortSignal,
     settings: RequestSettings,
     keyHeader: string,
+    core: boolean,
   ) {
     this.#dispatch = dispatch;
     this.#opts = opts;
@@ -100,6 +105,7 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     this.timeout = settings.timeout;
     this.#keyHeader = keyHeader;
     this.resendable = resendable(opts.body);
+    this.core = core;
   }
 
   /** The options each attempt is dispatched with. */
@@ -201,6 +207,7 @@ export function prepare(
     signal,
     settings,
     header,
+    !mark && LEGACY_CORE,
   );
 }
 

@@ -30,7 +30,6 @@ import {
   CallerController,
   type CoreHandler,
   deliverError,
-  LEGACY_CORE,
 } from './attempt.js';
 import { prepare, surface } from './call.js';
 import type { UndiciRuntime } from './client.js';
@@ -51,28 +50,14 @@ export function runFirst(
   opts: Dispatcher.DispatchOptions,
   caller: LegacyHandler,
 ): void {
-  const logical = new AbortToken();
-  const first = new LegacyFirst(client, caller, logical);
-  let call: ReturnType<typeof prepare>;
-  try {
-    // As any dispatcher's caller, it learns how to abort first.
-    caller.onConnect?.(first.callerAbort, {});
-    call = prepare(client, dispatch, opts, logical.signal, false);
-  } catch (error) {
-    first.reject(error);
-    return;
-  }
-  // Retries, if any, speak undici 7's legacy API too (attempt.ts, `CoreHandler`).
-  call.core = true;
-  first.start(call, dispatch);
+  new LegacyFirst(client, caller).run(dispatch, opts, false);
 }
 
 /**
  * The same for a `caller` on the new handler API (a `compose` chain's,
  * undici 8's, a legacy caller seen through {@link LegacyCaller}). `mark`:
  * the attempts carry the mark that makes a staunch layer further down pass
- * them through (call.ts, `prepare`); without it (`createAgent`, whose
- * `dispatch` is its own `Agent`'s) retries on undici 7 speak its legacy API.
+ * them through (call.ts, `prepare`).
  * @internal
  */
 export function runFirstStarted(
@@ -82,18 +67,7 @@ export function runFirstStarted(
   caller: Handler,
   mark: boolean,
 ): void {
-  const logical = new AbortToken();
-  const first = new StartedFirst(client, caller, logical);
-  let call: ReturnType<typeof prepare>;
-  try {
-    caller.onRequestStart?.(first.controller, {});
-    call = prepare(client, dispatch, opts, logical.signal, mark);
-  } catch (error) {
-    first.reject(error);
-    return;
-  }
-  call.core = !mark && LEGACY_CORE;
-  first.start(call, dispatch);
+  new StartedFirst(client, caller).run(dispatch, opts, mark);
 }
 
 /** Where attempt 1 is. */
@@ -112,21 +86,33 @@ const RAW_ONLY: IncomingHttpHeaders = Object.freeze({});
 /** What both flavours share: the executor's side of attempt 1, and its ends. */
 abstract class FirstBase extends AttemptHead implements FirstSink<Attempt> {
   protected readonly client: UndiciRuntime;
-  protected readonly logical: AbortToken;
+  /** The caller's side of the logical request (its abort, before a hand-over). */
+  protected readonly logical = new AbortToken();
   protected ticket: FirstTicket | undefined;
   protected state = State.Waiting;
   /** An abort asked for before undici connected the dispatch. */
   protected abortReason: Error | undefined;
   #deadline: Deadline | undefined;
 
-  constructor(client: UndiciRuntime, logical: AbortToken) {
+  constructor(client: UndiciRuntime) {
     super();
     this.client = client;
-    this.logical = logical;
   }
 
-  /** Admits attempt 1 (`Executor.first`) and, when it may go now, sends it. */
-  start(call: ReturnType<typeof prepare>, dispatch: Dispatcher.Dispatch): void {
+  /**
+   * Tells the caller the request started, as any dispatcher does first,
+   * builds the logical request, admits attempt 1 (`Executor.first`) and,
+   * when it may go now, sends it.
+   */
+  run(dispatch: Dispatcher.Dispatch, opts: Dispatcher.DispatchOptions, mark: boolean): void {
+    let call: ReturnType<typeof prepare>;
+    try {
+      this.announce();
+      call = prepare(this.client, dispatch, opts, this.logical.signal, mark);
+    } catch (error) {
+      this.reject(error);
+      return;
+    }
     const ticket = this.client.executor.first(call, call, this);
     if (ticket === undefined) return;
     this.ticket = ticket;
@@ -198,6 +184,9 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt> {
     this.#fail(error);
   }
 
+  /** The caller's start callback: how it will abort. */
+  protected abstract announce(): void;
+
   /** Aborts attempt 1's dispatch, now or as soon as undici connects it. */
   protected abstract stop(reason: Error): void;
 
@@ -268,9 +257,13 @@ class LegacyFirst extends FirstBase {
     } else this.abortFirst(reason ?? new Error('The request was aborted'));
   };
 
-  constructor(client: UndiciRuntime, caller: LegacyHandler, logical: AbortToken) {
-    super(client, logical);
+  constructor(client: UndiciRuntime, caller: LegacyHandler) {
+    super(client);
     this.#caller = caller;
+  }
+
+  protected announce(): void {
+    this.#caller.onConnect?.(this.callerAbort, {});
   }
 
   onConnect(abort: (reason?: Error) => void): void {
@@ -391,10 +384,14 @@ class StartedFirst extends FirstBase {
   #adopted: Attempt | undefined;
   rawTrailers: Buffer[] | null = null;
 
-  constructor(client: UndiciRuntime, caller: Handler, logical: AbortToken) {
-    super(client, logical);
+  constructor(client: UndiciRuntime, caller: Handler) {
+    super(client);
     this.#caller = caller;
-    this.controller = new StartedController(logical, this);
+    this.controller = new StartedController(this.logical, this);
+  }
+
+  protected announce(): void {
+    this.#caller.onRequestStart?.(this.controller, {});
   }
 
   onRequestStart(controller: Controller): void {
