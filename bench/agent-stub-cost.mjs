@@ -11,6 +11,7 @@
  *
  *   npm run build && node bench/agent-stub-cost.mjs [--rounds 5] [--requests 640000]
  *   STAUNCH_DIST=/tmp/base/dist node bench/agent-stub-cost.mjs   # another build
+ *   node --cpu-prof bench/agent-stub-cost.mjs --only defaults     # floor and one variant, to profile
  */
 import { parseArgs } from 'node:util';
 import { Relay } from './undici-variants.mjs';
@@ -19,11 +20,14 @@ const { values } = parseArgs({
   options: {
     rounds: { type: 'string', default: '5' },
     requests: { type: 'string', default: '640000' },
+    only: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (values.help) {
-  console.log('Usage: npm run build && node bench/agent-stub-cost.mjs [--rounds N] [--requests N]');
+  console.log(
+    'Usage: npm run build && node bench/agent-stub-cost.mjs [--rounds N] [--requests N] [--only VARIANT]',
+  );
   process.exit(0);
 }
 const rounds = Number(values.rounds);
@@ -110,8 +114,16 @@ function round(send, n) {
   return Number(process.hrtime.bigint() - t) / n;
 }
 
+if (values.only !== undefined && !(values.only in VARIANTS)) {
+  console.error(`agent-stub-cost: --only must be one of ${Object.keys(VARIANTS).join(', ')}`);
+  process.exit(2);
+}
+const chosen = Object.entries(VARIANTS).filter(
+  ([name]) => values.only === undefined || name === 'floor' || name === values.only,
+);
+
 const results = [];
-for (const [name, options] of Object.entries(VARIANTS)) {
+for (const [name, options] of chosen) {
   const client = options === undefined ? undefined : resolveUndiciRuntime(options, 'options');
   const send =
     client === undefined

@@ -7,8 +7,16 @@
  * against each variant's baseline (`baselines[variant]`), then the median over the rounds. The 1-minute load
  * average is sampled at every round.
  *
+ * `processes` (default 1): how many processes run each variant. On a small
+ * machine one process of a variant can run 10–30 % off another of the same
+ * build for its whole life (its heap layout, its JIT's choices), which no
+ * number of rounds averages out; with several, a variant's figure in a round
+ * is the mean of its processes', and `processRange` tells how far apart the
+ * processes were (each one's median requests/s over the rounds, against the
+ * baseline's mean).
+ *
  *   const result = await runRounds({ name, file, variants, baselines, duration,
- *                                    rounds, warmup, concurrency, bodyBytes });
+ *                                    rounds, warmup, concurrency, bodyBytes, processes });
  */
 import { fork } from 'node:child_process';
 import { loadavg } from 'node:os';
@@ -43,11 +51,15 @@ export const median = (values) => {
   return s.length % 2 === 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 };
 
+const mean = (values) => values.reduce((a, b) => a + b, 0) / values.length;
+
 export async function runRounds(config) {
   const { name, file, variants, duration, rounds, warmup, concurrency } = config;
+  const processes = config.processes ?? 1;
   const baseOf = (v) => config.baselines[v];
   const log = config.log ?? ((m) => console.error(m));
-  const maxSeconds = Math.ceil((rounds + warmup) * variants.length * duration * 1.5 + 60);
+  const slots = variants.flatMap((v) => Array.from({ length: processes }, (_, k) => [v, k]));
+  const maxSeconds = Math.ceil((rounds + warmup) * slots.length * duration * 1.5 + 60);
   const limit = setTimeout(() => {
     console.error(`${name}: exceeded the time limit of ${maxSeconds} s, aborting`);
     process.exit(1);
@@ -62,23 +74,32 @@ export async function runRounds(config) {
   const children = {};
   const info = {};
   try {
-    for (const v of variants) {
-      const profiled = (config.profile ?? '').split(',').includes(v);
+    for (const [v, k] of slots) {
+      const profiled = k === 0 && (config.profile ?? '').split(',').includes(v);
       const execArgv = profiled ? ['--cpu-prof', `--cpu-prof-dir=${config.profileDir}/${v}`] : [];
-      children[v] = child(maxSeconds + 10, execArgv);
-      info[v] = (await children[v].ask({ type: 'setup', file, variant: v, url })).info;
+      children[v] ??= [];
+      children[v][k] = child(maxSeconds + 10, execArgv);
+      info[v] = (await children[v][k].ask({ type: 'setup', file, variant: v, url })).info;
     }
     let started = 0;
     const out = [];
     for (let r = 0; r < warmup + rounds; r++) {
-      const order = variants.map((_, i) => variants[(i + r) % variants.length]);
+      const order = slots.map((_, i) => slots[(i + r) % slots.length]);
       const load = loadavg()[0];
-      const cells = {};
-      for (const v of order) {
-        const res = await children[v].ask({ type: 'measure', duration, concurrency });
+      const each = Object.fromEntries(variants.map((v) => [v, []]));
+      for (const [v, k] of order) {
+        const res = await children[v][k].ask({ type: 'measure', duration, concurrency });
         started += res.ok + res.failed;
         if (res.failed > 0) throw new Error(`${v}: ${res.failed} failed; first: ${res.error}`);
-        cells[v] = { rps: (res.ok * 1000) / res.ms, cpuPerRequest: (res.cpu * 1000) / res.ok };
+        each[v][k] = { rps: (res.ok * 1000) / res.ms, cpuPerRequest: (res.cpu * 1000) / res.ok };
+      }
+      const cells = {};
+      for (const v of variants) {
+        cells[v] = {
+          rps: mean(each[v].map((c) => c.rps)),
+          cpuPerRequest: mean(each[v].map((c) => c.cpuPerRequest)),
+          ...(processes > 1 && { processes: each[v] }),
+        };
       }
       for (const v of variants) {
         cells[v].ratio = cells[v].rps / cells[baseOf(v)].rps;
@@ -89,7 +110,11 @@ export async function runRounds(config) {
       log(
         `  ${round.warmup ? 'warm-up' : `round ${round.round}`} (load ${load.toFixed(2)}): ` +
           variants
-            .map((v) => `${v} ${Math.round(cells[v].rps)} (${cells[v].ratio.toFixed(3)})`)
+            .map((v) => {
+              const spread =
+                processes > 1 ? ` [${each[v].map((c) => Math.round(c.rps)).join(' ')}]` : '';
+              return `${v} ${Math.round(cells[v].rps)}${spread} (${cells[v].ratio.toFixed(3)})`;
+            })
             .join(', '),
       );
     }
@@ -109,6 +134,13 @@ export async function runRounds(config) {
         cpuPerRequest: median(measured.map((r) => r.cells[v].cpuPerRequest)),
         cpuRatio: median(measured.map((r) => r.cells[v].cpuRatio)),
       };
+      if (processes > 1) {
+        const base = median(measured.map((r) => r.cells[baseOf(v)].rps));
+        const own = Array.from({ length: processes }, (_, k) =>
+          median(measured.map((r) => r.cells[v].processes[k].rps)),
+        );
+        summary[v].processRange = [Math.min(...own) / base, Math.max(...own) / base];
+      }
     }
     const loads = measured.map((r) => r.load);
     return {
@@ -120,7 +152,7 @@ export async function runRounds(config) {
       connections: stats.connections,
     };
   } finally {
-    for (const c of Object.values(children)) {
+    for (const c of Object.values(children).flat()) {
       await c.ask({ type: 'close' }).catch(() => {});
     }
     server.stop();
@@ -130,18 +162,31 @@ export async function runRounds(config) {
 
 /** Prints `summary` as a table, ratios against each variant's baseline. */
 export function printTable(result, variants, baselines, goals = {}) {
+  const pooled = result.summary[variants[0]].processRange !== undefined;
   const rows = [
-    ['variant', 'rps (median)', 'ratio', 'of', 'range', 'CPU µs/req', 'CPU ratio', 'goal'],
+    [
+      'variant',
+      'rps (median)',
+      'ratio',
+      'of',
+      'range',
+      ...(pooled ? ['processes'] : []),
+      'CPU µs/req',
+      'CPU ratio',
+      'goal',
+    ],
   ];
   for (const v of variants) {
     const s = result.summary[v];
     const goal = goals[v];
+    const processes = s.processRange?.map((x) => x.toFixed(3)).join('–');
     rows.push([
       v,
       Math.round(s.rps).toLocaleString('en-US'),
       s.ratio.toFixed(3),
       baselines[v],
       `${s.ratioMin.toFixed(3)}–${s.ratioMax.toFixed(3)}`,
+      ...(pooled ? [processes] : []),
       s.cpuPerRequest.toFixed(1),
       s.cpuRatio.toFixed(3),
       goal === undefined ? '' : `>= ${goal} ${s.ratio >= goal ? 'met' : 'NOT met'}`,

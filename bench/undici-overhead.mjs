@@ -48,6 +48,8 @@ Options:
   --rounds <n>        measured rounds                        (default 12)
   --warmup <n>        warm-up rounds, discarded              (default 2)
   --concurrency <n>   requests in flight                     (default 32)
+  --processes <n>     processes per variant, pooled in each round (default 1;
+                      see bench/rounds.mjs: one process can run 10–30 % off another)
   --body-bytes <n>    response body size                     (default 64)
   --variants <list>   comma-separated variants, or request / fetch / all (default all);
                       NAME@before: the same on the build in STAUNCH_BEFORE_DIST,
@@ -72,6 +74,7 @@ try {
       rounds: { type: 'string', default: '12' },
       warmup: { type: 'string', default: '2' },
       concurrency: { type: 'string', default: '32' },
+      processes: { type: 'string', default: '1' },
       'body-bytes': { type: 'string', default: '64' },
       variants: { type: 'string', default: 'all' },
       profile: { type: 'string' },
@@ -132,13 +135,17 @@ const config = {
   rounds: numberArg('rounds', 1),
   warmup: numberArg('warmup', 0),
   concurrency: numberArg('concurrency', 1),
+  processes: numberArg('processes', 1),
   bodyBytes: numberArg('body-bytes', 0),
   profile: args.profile,
   profileDir: args['profile-dir'],
 };
 console.error(
   `undici-overhead: ${ordered.join(', ')}; ${config.rounds} rounds (+${config.warmup} warm-up) × ` +
-    `${config.duration} s each, concurrency ${config.concurrency}, a process per variant`,
+    `${config.duration} s each, concurrency ${config.concurrency}, ` +
+    (config.processes === 1
+      ? 'a process per variant'
+      : `${config.processes} processes per variant`),
 );
 const result = await runRounds(config).catch((error) => fail(error.stack ?? error));
 const info = result.info[ordered[0]];
@@ -148,6 +155,10 @@ if (args.json) {
   printTable(result, ordered, baselines, goals);
   console.log(
     `ratio = variant/baseline requests/s within a round, median over ${config.rounds} rounds ` +
+      (config.processes > 1
+        ? `(a variant's requests/s in a round: the mean of its ${config.processes} processes'; ` +
+          "processes: each one's median over the rounds, against the baseline's) "
+        : '') +
       '(CPU ratio: baseline/variant client CPU time per request, the same way); ' +
       `${config.concurrency} in flight; the server counted ${result.requests} requests ` +
       `on ${result.connections} connections.`,

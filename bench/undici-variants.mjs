@@ -42,6 +42,7 @@ export const REQUEST_VARIANTS = [
 export const FETCH_VARIANTS = [
   'global-fetch',
   'global-fetch-signal',
+  'global-fetch-shared-signal',
   'undici-fetch',
   'staunch-undici-fetch',
   'staunch-fetch',
@@ -157,6 +158,11 @@ async function fetchFor(name) {
     case 'global-fetch-signal':
       return (url, init) =>
         globalThis.fetch(url, { ...init, body: undefined, signal: new AbortController().signal });
+    case 'global-fetch-shared-signal': {
+      // One signal for every request: what a signal costs the fetch without its making.
+      const { signal } = new AbortController();
+      return (url, init) => globalThis.fetch(url, { ...init, body: undefined, signal });
+    }
     case 'staunch-fetch':
       return (await load('index.js')).createFetch();
     case 'undici-fetch': {

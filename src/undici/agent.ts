@@ -94,7 +94,8 @@ class StaunchAgent extends Dispatcher {
   ): boolean {
     if (passesThrough(opts)) return this.#agent.dispatch(opts, handler);
     if (isNewApi(handler)) runFirstStarted(this.#client, this.#dispatch, opts, handler, false);
-    else if (LEGACY_CORE) runFirst(this.#client, this.#dispatch, opts, handler as LegacyHandler);
+    else if (LEGACY_CORE)
+      runFirst(this.#client, this.#dispatch, opts, handler as LegacyHandler, false);
     else {
       const caller = new LegacyCaller(handler as LegacyHandler);
       runFirstStarted(this.#client, this.#dispatch, opts, caller, false);

@@ -40,8 +40,10 @@ type Controller = Dispatcher.DispatchController;
 type Handler = Dispatcher.DispatchHandler;
 
 /**
- * Runs one logical request of `createAgent` for a legacy `caller` over
- * `dispatch` (its own undici 7 `Agent`'s), attempt 1 on the path above.
+ * Runs one logical request for a legacy `caller` over `dispatch`, which
+ * takes legacy handlers (undici 7's: `createAgent`'s own `Agent`, or the
+ * rest of a `compose` chain), attempt 1 on the path above. `mark`: as for
+ * {@link runFirstStarted}.
  * @internal
  */
 export function runFirst(
@@ -49,8 +51,9 @@ export function runFirst(
   dispatch: Dispatcher.Dispatch,
   opts: Dispatcher.DispatchOptions,
   caller: LegacyHandler,
+  mark: boolean,
 ): void {
-  new LegacyFirst(client, caller).run(dispatch, opts, false);
+  new LegacyFirst(client, caller).run(dispatch, opts, mark);
 }
 
 /**

@@ -8,7 +8,8 @@
 import type { Dispatcher } from 'undici';
 import { passesThrough } from './call.js';
 import { type ClientOptions, resolveUndiciRuntime, type UndiciRuntime } from './client.js';
-import { runFirstStarted } from './first.js';
+import { runFirst, runFirstStarted } from './first.js';
+import { legacyFaceOf } from './legacy.js';
 import { watchSockets } from './stale.js';
 
 export type { StaunchDispatchFields, StaunchDispatchOptions } from './call.js';
@@ -44,7 +45,10 @@ export function retryInterceptorFor(
   return (dispatch) =>
     function staunchRetry(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) {
       if (passesThrough(opts)) return dispatch(opts, handler);
-      runFirstStarted(client, dispatch, opts, handler, true);
+      // A legacy caller (undici.request) under undici 7's compose: spoken to in its own API.
+      const legacy = legacyFaceOf(handler);
+      if (legacy !== undefined) runFirst(client, dispatch, opts, legacy, true);
+      else runFirstStarted(client, dispatch, opts, handler, true);
       return true;
     };
 }

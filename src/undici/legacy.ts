@@ -9,6 +9,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
+import * as undici from 'undici';
 
 type Controller = Dispatcher.DispatchController & {
   readonly rawHeaders?: Buffer[] | null | undefined;
@@ -33,6 +34,52 @@ export interface LegacyHandler {
 /** Does this handler speak the new API? (undici's own test: `onRequestStart` present.) */
 export function isNewApi(handler: object): handler is Dispatcher.DispatchHandler {
   return typeof (handler as Dispatcher.DispatchHandler).onRequestStart === 'function';
+}
+
+/**
+ * The class undici 7's `compose` wraps a legacy caller's handler in before
+ * an interceptor sees it (`WrapHandler`, not exported), found once by
+ * composing a probe; `undefined` where `compose` wraps nothing (undici 8).
+ */
+const WRAPPER: unknown = (() => {
+  const caller: LegacyHandler = { onHeaders: () => true };
+  let seen: unknown;
+  class Probe extends undici.Dispatcher {
+    override dispatch(): boolean {
+      return true;
+    }
+  }
+  try {
+    const probe = new Probe().compose((_dispatch) => (_opts, handler) => {
+      seen = handler;
+      return true;
+    });
+    probe.dispatch({ origin: 'http://127.0.0.1', path: '/', method: 'GET' }, caller as never);
+  } catch {
+    return undefined;
+  }
+  if (seen === caller || typeof seen !== 'object' || seen === null) return undefined;
+  const wrapped = seen as Partial<Dispatcher.DispatchHandler & LegacyHandler>;
+  const kind: unknown = wrapped.constructor;
+  return typeof wrapped.onRequestStart === 'function' &&
+    typeof wrapped.onHeaders === 'function' &&
+    kind !== Object
+    ? kind
+    : undefined;
+})();
+
+/**
+ * The legacy face of `handler` when it is undici 7's wrapper of a legacy
+ * caller (what an interceptor of `compose` gets from `undici.request`): its
+ * `onConnect`, `onHeaders`, `onData`, `onComplete` and `onError` are the
+ * caller's own, called straight through, so an interceptor that speaks the
+ * legacy API to the dispatcher below spares undici's two conversions (the
+ * headers parsed, rebuilt as Buffers, parsed again). Otherwise `undefined`.
+ */
+export function legacyFaceOf(handler: object): LegacyHandler | undefined {
+  return WRAPPER !== undefined && handler.constructor === WRAPPER
+    ? (handler as LegacyHandler)
+    : undefined;
 }
 
 function toRaw(headers: IncomingHttpHeaders): Buffer[] {

@@ -3,6 +3,7 @@ import { Agent, type Dispatcher, request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { NetworkError } from '../../src/errors.js';
 import { constantBackoff } from '../../src/retry/backoff.js';
+import { LEGACY_CORE } from '../../src/undici/attempt.js';
 import { CHANNELS, createAgent, retryInterceptor } from '../../src/undici/index.js';
 import { fakeClock, until } from '../helpers/clock.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
@@ -273,6 +274,64 @@ describe('retryInterceptor with undici.request', () => {
     await res.body.dump();
     expect(server.received).toHaveLength(3);
   });
+
+  /** What a legacy handler (undici 7's own API) is handed, dispatched straight to `dispatcher`. */
+  function legacyDispatch(dispatcher: Dispatcher, url: string) {
+    const { origin, pathname } = new URL(url);
+    return new Promise<{ status: number; raw: string[]; body: string; trailers: number }>(
+      (resolve, reject) => {
+        let status = 0;
+        let raw: string[] = [];
+        const chunks: Buffer[] = [];
+        const handler = {
+          onConnect() {},
+          onHeaders(statusCode: number, rawHeaders: Buffer[]) {
+            status = statusCode;
+            raw = rawHeaders.map((b) => b.toString('latin1'));
+            return true;
+          },
+          onData(chunk: Buffer) {
+            chunks.push(chunk);
+            return true;
+          },
+          onComplete(trailers: Buffer[] | null) {
+            resolve({
+              status,
+              raw,
+              body: Buffer.concat(chunks).toString(),
+              trailers: trailers?.length ?? 0,
+            });
+          },
+          onError: reject,
+        };
+        dispatcher.dispatch({ origin, path: pathname, method: 'GET' }, handler as never);
+      },
+    );
+  }
+
+  // undici 8 has no legacy handler API: nothing to hand over there.
+  it.runIf(LEGACY_CORE)(
+    'hands a legacy handler under compose the raw headers undici read, as a bare Agent does (case, order, duplicates), after a retry too',
+    async () => {
+      const server = await serve((_req, res, i) => {
+        res.setHeader('X-Mixed-Case', 'One');
+        res.setHeader('Set-Cookie', ['a=1', 'b=2']);
+        res.writeHead(i === 1 ? 503 : 200);
+        res.end(i === 1 ? 'busy' : 'body');
+      });
+      const bare = open.add(new Agent());
+      const expected = await legacyDispatch(bare, server.url);
+      expect(expected.raw).toEqual(expect.arrayContaining(['X-Mixed-Case', 'Set-Cookie']));
+      const composed = agent({ retry: fast });
+      // Attempt 1 a success (request 2), then a 503 and its retry (requests 3 and 4).
+      expect(await legacyDispatch(composed, server.url)).toEqual(expected);
+      const retried = await legacyDispatch(composed, server.url);
+      expect(retried.status).toBe(200);
+      expect(retried.body).toBe('body');
+      expect(retried.raw).toEqual(expect.arrayContaining(['X-Mixed-Case', 'Set-Cookie']));
+      expect(server.received).toHaveLength(4);
+    },
+  );
 
   it('surfaces a transport failure as NetworkError with maybeSent and the undici cause', async () => {
     const server = await serve((req) => {
