@@ -22,6 +22,7 @@ import {
   type TimeoutOptions,
 } from './options.js';
 import { createPolicies, type PolicyOptions } from './policy/policies.js';
+import type { RequestSettings } from './request-options.js';
 import type { StatusClassifier } from './retry/classify.js';
 import type { PacingReader } from './retry/server-delay.js';
 import { memoryStore } from './store/memory.js';
@@ -103,6 +104,8 @@ export interface Runtime {
   readonly random: Random;
   /** The listeners, as decorated. */
   readonly on: StaunchListeners;
+  /** What a request without options of its own runs with: one frozen object for all of them. */
+  readonly defaults: RequestSettings;
 }
 
 /** Checks the listeners object; returns it (or `{}`). */
@@ -168,5 +171,6 @@ export function resolveRuntime(
     classify: options.classify,
     pacing: options.pacing,
   });
-  return Object.freeze({ executor, retry, timeout, idempotency, random, on });
+  const defaults: RequestSettings = Object.freeze({ retry, timeout, key: undefined });
+  return Object.freeze({ executor, retry, timeout, idempotency, random, on, defaults });
 }

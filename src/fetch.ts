@@ -141,7 +141,7 @@ function send(
     let settings: RequestSettings;
     if (init === undefined) {
       base = {};
-      settings = { retry: client.retry, timeout: client.timeout, key: undefined };
+      settings = client.defaults;
     } else {
       const { staunch, idempotencyKey, ...rest } = init;
       base = rest;
@@ -174,15 +174,23 @@ function prepared(
   if (layers !== undefined && retry.attempts > 1 && oneLayer(client, layers, method, url, base)) {
     retry = { ...retry, attempts: 1 };
   }
-  const { header } = client.idempotency;
-  const { key, replayable } = idempotencyOf(
-    method,
-    settings,
-    client.idempotency,
-    hasHeader(base.headers, header),
-    () => uuid(client.random),
-  );
-  if (key !== undefined) base.headers = withHeader(base.headers, header, key);
+  // An idempotent method without a key of the caller's (most requests): replayable as it is,
+  // nothing to look up in its headers.
+  let replayable = true;
+  if (settings.key !== undefined || !settings.retry.methods.has(method)) {
+    const { header } = client.idempotency;
+    const idempotency = idempotencyOf(
+      method,
+      settings,
+      client.idempotency,
+      hasHeader(base.headers, header),
+      () => uuid(client.random),
+    );
+    replayable = idempotency.replayable;
+    if (idempotency.key !== undefined) {
+      base.headers = withHeader(base.headers, header, idempotency.key);
+    }
+  }
 
   const body = prepareBody(base.body, retry.attempts > 1);
   if (body !== undefined) {

@@ -40,11 +40,19 @@ export interface RequestSettings {
  * @throws TypeError/RangeError naming the option and the value.
  */
 export function readRequestOptions(
-  client: { readonly retry: ResolvedRetryOptions; readonly timeout: ResolvedTimeoutOptions },
+  client: {
+    readonly retry: ResolvedRetryOptions;
+    readonly timeout: ResolvedTimeoutOptions;
+    readonly defaults?: RequestSettings;
+  },
   staunch: unknown,
   path: string,
   shorthand?: { readonly value: unknown; readonly path: string },
 ): RequestSettings {
+  // Nothing of the request's own: the client's settings, as one shared object.
+  if (staunch === undefined && shorthand?.value === undefined && client.defaults !== undefined) {
+    return client.defaults;
+  }
   let retry = client.retry;
   let timeout = client.timeout;
   // The shorthand's path, or (undefined) the option's own: built only for an error.

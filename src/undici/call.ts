@@ -182,14 +182,20 @@ export function prepare(
   const method = String(base.method).toUpperCase();
   const { header, lower: keyHeader } = client.idempotency;
   let headers = base.headers;
-  const { key, replayable } = idempotencyOf(
-    method,
-    settings,
-    client.idempotency,
-    hasHeader(headers, keyHeader),
-    randomUUID,
-  );
-  if (key !== undefined) headers = withHeader(headers, header, key);
+  // An idempotent method without a key of the caller's (most requests): replayable as it is,
+  // nothing to look up in its headers.
+  let replayable = true;
+  if (settings.key !== undefined || !settings.retry.methods.has(method)) {
+    const idempotency = idempotencyOf(
+      method,
+      settings,
+      client.idempotency,
+      hasHeader(headers, keyHeader),
+      randomUUID,
+    );
+    replayable = idempotency.replayable;
+    if (idempotency.key !== undefined) headers = withHeader(headers, header, idempotency.key);
+  }
   const origin = originOf(base.origin);
   let attemptOpts: Dispatcher.DispatchOptions = base;
   if (mark) attemptOpts = { ...base, headers, [HANDLED]: true } as Dispatcher.DispatchOptions;
