@@ -105,8 +105,10 @@ export function createFetch(options: StaunchOptions = {}): StaunchFetch {
     o.retryCountHeader === undefined
       ? undefined
       : checkHeaderName('retryCountHeader', o.retryCountHeader);
+  const runtime = resolveRuntime(o);
   const client: FetchRuntime = {
-    ...resolveRuntime(o),
+    ...runtime,
+    freshKey: () => uuid(runtime.random),
     transport,
     resume,
     layers: countHeader === undefined ? undefined : { header: countHeader, outer: false },
@@ -118,6 +120,8 @@ export function createFetch(options: StaunchOptions = {}): StaunchFetch {
 interface FetchRuntime extends Runtime {
   readonly transport: FetchLike;
   readonly resume: ResolvedResumeOptions | undefined;
+  /** A fresh idempotency key (`idempotency.auto`). */
+  readonly freshKey: () => string;
   /** `retryCountHeader`, and whether an outer retry layer was seen. */
   readonly layers: { readonly header: string; outer: boolean } | undefined;
 }
@@ -174,23 +178,16 @@ function prepared(
   if (layers !== undefined && retry.attempts > 1 && oneLayer(client, layers, method, url, base)) {
     retry = { ...retry, attempts: 1 };
   }
-  // An idempotent method without a key of the caller's (most requests): replayable as it is,
-  // nothing to look up in its headers.
-  let replayable = true;
-  if (settings.key !== undefined || !settings.retry.methods.has(method)) {
-    const { header } = client.idempotency;
-    const idempotency = idempotencyOf(
-      method,
-      settings,
-      client.idempotency,
-      hasHeader(base.headers, header),
-      () => uuid(client.random),
-    );
-    replayable = idempotency.replayable;
-    if (idempotency.key !== undefined) {
-      base.headers = withHeader(base.headers, header, idempotency.key);
-    }
-  }
+  const { header } = client.idempotency;
+  const { key, replayable } = idempotencyOf(
+    method,
+    settings,
+    client.idempotency,
+    base.headers,
+    hasHeader,
+    client.freshKey,
+  );
+  if (key !== undefined) base.headers = withHeader(base.headers, header, key);
 
   const body = prepareBody(base.body, retry.attempts > 1);
   if (body !== undefined) {

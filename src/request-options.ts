@@ -43,16 +43,14 @@ export function readRequestOptions(
   client: {
     readonly retry: ResolvedRetryOptions;
     readonly timeout: ResolvedTimeoutOptions;
-    readonly defaults?: RequestSettings;
+    readonly defaults: RequestSettings;
   },
   staunch: unknown,
   path: string,
   shorthand?: { readonly value: unknown; readonly path: string },
 ): RequestSettings {
   // Nothing of the request's own: the client's settings, as one shared object.
-  if (staunch === undefined && shorthand?.value === undefined && client.defaults !== undefined) {
-    return client.defaults;
-  }
+  if (staunch === undefined && shorthand?.value === undefined) return client.defaults;
   let retry = client.retry;
   let timeout = client.timeout;
   // The shorthand's path, or (undefined) the option's own: built only for an error.
@@ -76,21 +74,32 @@ export function readRequestOptions(
   return { retry, timeout, key: k as string | undefined };
 }
 
+/** What {@link idempotencyOf} decides: the key to add (if any), and whether the request may be replayed. */
+export interface Idempotency {
+  readonly key: string | undefined;
+  readonly replayable: boolean;
+}
+
+const AS_IS: Idempotency = Object.freeze({ key: undefined, replayable: true });
+const NOT_REPLAYABLE: Idempotency = Object.freeze({ key: undefined, replayable: false });
+
 /**
  * The key a request is sent with (the caller's; with `idempotency.auto`, a
  * fresh one for a method outside `retry.methods` that carries no key header),
  * and whether it is replayable: an idempotent method (RFC 9110 §9.2.2, as
  * `retry.methods` lists them) or a request with an idempotency key.
  */
-export function idempotencyOf(
+export function idempotencyOf<H>(
   method: string,
   settings: RequestSettings,
   idempotency: ResolvedIdempotencyOptions,
-  hasKeyHeader: boolean,
+  headers: H,
+  hasHeader: (headers: H, lowerName: string) => boolean,
   freshKey: () => string,
-): { key: string | undefined; replayable: boolean } {
-  const idempotent = settings.retry.methods.has(method);
-  let key = settings.key;
-  if (key === undefined && idempotency.auto && !idempotent && !hasKeyHeader) key = freshKey();
-  return { key, replayable: idempotent || key !== undefined || hasKeyHeader };
+): Idempotency {
+  const key = settings.key;
+  if (key !== undefined) return { key, replayable: true };
+  // An idempotent method (most requests): replayable as it is, its headers not looked at.
+  if (settings.retry.methods.has(method) || hasHeader(headers, idempotency.lower)) return AS_IS;
+  return idempotency.auto ? { key: freshKey(), replayable: true } : NOT_REPLAYABLE;
 }

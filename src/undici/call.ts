@@ -180,22 +180,17 @@ export function prepare(
   }
   const settings = readRequestOptions(client, staunch, 'staunch');
   const method = String(base.method).toUpperCase();
-  const { header, lower: keyHeader } = client.idempotency;
+  const { header } = client.idempotency;
   let headers = base.headers;
-  // An idempotent method without a key of the caller's (most requests): replayable as it is,
-  // nothing to look up in its headers.
-  let replayable = true;
-  if (settings.key !== undefined || !settings.retry.methods.has(method)) {
-    const idempotency = idempotencyOf(
-      method,
-      settings,
-      client.idempotency,
-      hasHeader(headers, keyHeader),
-      randomUUID,
-    );
-    replayable = idempotency.replayable;
-    if (idempotency.key !== undefined) headers = withHeader(headers, header, idempotency.key);
-  }
+  const { key, replayable } = idempotencyOf(
+    method,
+    settings,
+    client.idempotency,
+    headers,
+    hasHeader,
+    randomUUID,
+  );
+  if (key !== undefined) headers = withHeader(headers, header, key);
   const origin = originOf(base.origin);
   let attemptOpts: Dispatcher.DispatchOptions = base;
   if (mark) attemptOpts = { ...base, headers, [HANDLED]: true } as Dispatcher.DispatchOptions;
