@@ -9,8 +9,8 @@
  *
  *   node bench/cpuprofile-callers.mjs .prof/createAgent/X.cpuprofile nextTick 220000 [--depth 4]
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { readProfile } from './cpuprofile.mjs';
 
 const { values, positionals } = parseArgs({
   options: { depth: { type: 'string', default: '4' }, top: { type: 'string', default: '8' } },
@@ -33,40 +33,28 @@ for (const [option, n] of Object.entries({ requests, depth, top })) {
   }
 }
 
-const profile = JSON.parse(readFileSync(file, 'utf8'));
-const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+const { nodes, selfUs } = readProfile(file);
 const parentOf = new Map();
-for (const n of profile.nodes) for (const child of n.children ?? []) parentOf.set(child, n.id);
-// µs of one sample: the profile's span over its sample count.
-const sampleUs = (profile.endTime - profile.startTime) / profile.samples.length;
-const perRequest = (samples) => ((samples * sampleUs) / requests).toFixed(3);
+for (const node of nodes.values())
+  for (const child of node.children ?? []) parentOf.set(child, node.id);
+const perRequest = (us) => (us / requests).toFixed(3);
 
-const frame = (node) => {
-  const { functionName, url, lineNumber } = node.callFrame;
-  const where = url.split('/').slice(-2).join('/');
-  return `${functionName || '(anonymous)'} ${where}:${lineNumber + 1}`;
-};
-
-const hits = new Map();
-for (const id of profile.samples) hits.set(id, (hits.get(id) ?? 0) + 1);
+const frame = ({ callFrame: { functionName, url, lineNumber } }) =>
+  `${functionName || '(anonymous)'} ${url.split('/').slice(-2).join('/')}:${lineNumber + 1}`;
 
 const byCallers = new Map();
 const byLine = new Map();
 let total = 0;
-for (const node of profile.nodes) {
+for (const [id, us] of selfUs) {
+  const node = nodes.get(id);
   if (node.callFrame.functionName !== name) continue;
-  const samples = hits.get(node.id) ?? 0;
-  total += samples;
+  total += us;
   const chain = [];
-  for (
-    let p = parentOf.get(node.id);
-    p !== undefined && chain.length < depth;
-    p = parentOf.get(p)
-  ) {
-    chain.push(frame(byId.get(p)));
+  for (let p = parentOf.get(id); p !== undefined && chain.length < depth; p = parentOf.get(p)) {
+    chain.push(frame(nodes.get(p)));
   }
   const key = chain.join(' < ');
-  byCallers.set(key, (byCallers.get(key) ?? 0) + samples);
+  byCallers.set(key, (byCallers.get(key) ?? 0) + us);
   for (const { line, ticks } of node.positionTicks ?? []) {
     byLine.set(line, (byLine.get(line) ?? 0) + ticks);
   }
@@ -74,8 +62,8 @@ for (const node of profile.nodes) {
 
 console.log(`${name}: ${perRequest(total)} µs a request of self time`);
 console.log('by callers');
-for (const [chain, samples] of [...byCallers].sort((a, b) => b[1] - a[1]).slice(0, top)) {
-  console.log(`  ${perRequest(samples).padStart(7)}  ${chain}`);
+for (const [chain, us] of [...byCallers].sort((a, b) => b[1] - a[1]).slice(0, top)) {
+  console.log(`  ${perRequest(us).padStart(7)}  ${chain}`);
 }
 console.log('by line (ticks of the line-level samples)');
 for (const [line, ticks] of [...byLine].sort((a, b) => b[1] - a[1]).slice(0, top)) {

@@ -8,8 +8,8 @@
  *
  *   node bench/cpuprofile-diff.mjs A.cpuprofile 220000 B.cpuprofile 220000 [--top 40]
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { readProfile } from './cpuprofile.mjs';
 
 const { values, positionals } = parseArgs({
   options: { top: { type: 'string', default: '40' } },
@@ -23,11 +23,10 @@ const top = Number(values.top);
 
 /** Self time by `function file:line`, in µs. */
 function load(file) {
-  const profile = JSON.parse(readFileSync(file, 'utf8'));
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const { nodes, selfUs } = readProfile(file);
   const self = new Map();
-  for (let i = 0; i < profile.samples.length; i++) {
-    const { functionName, url, lineNumber } = byId.get(profile.samples[i]).callFrame;
+  for (const [id, us] of selfUs) {
+    const { functionName, url, lineNumber } = nodes.get(id).callFrame;
     let where = url.replace(/^file:\/\//, '');
     for (const marker of ['/dist/', '/node_modules/', '/bench/']) {
       const k = where.indexOf(marker);
@@ -37,7 +36,7 @@ function load(file) {
       }
     }
     const key = `${functionName || '(anonymous)'} ${where}:${lineNumber + 1}`;
-    self.set(key, (self.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0));
+    self.set(key, (self.get(key) ?? 0) + us);
   }
   return self;
 }

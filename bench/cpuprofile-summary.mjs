@@ -7,8 +7,8 @@
  *   node --cpu-prof --cpu-prof-dir=.prof bench/fetch-overhead.mjs
  *   node bench/cpuprofile-summary.mjs .prof/*.cpuprofile [--top 25]
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { readProfile } from './cpuprofile.mjs';
 
 const { values, positionals } = parseArgs({
   options: {
@@ -38,14 +38,8 @@ const self = new Map();
 const byFile = new Map();
 let total = 0;
 for (const file of positionals) {
-  const profile = JSON.parse(readFileSync(file, 'utf8'));
-  const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
-  const dt = new Map();
-  // timeDeltas[i] is the time before samples[i]; charge it to that sample.
-  profile.samples.forEach((id, i) => {
-    dt.set(id, (dt.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
-  });
-  for (const [id, us] of dt) {
+  const { nodes, selfUs } = readProfile(file);
+  for (const [id, us] of selfUs) {
     const { callFrame } = nodes.get(id);
     const file = where(callFrame.url);
     const name = `${callFrame.functionName || '(anonymous)'} ${file}:${callFrame.lineNumber + 1}`;
