@@ -19,6 +19,7 @@ import {
   type RequestSettings,
   readRequestOptions,
   type StaunchRequestOptions,
+  upperMethod,
 } from './request-options.js';
 import {
   type ResolvedResumeOptions,
@@ -173,7 +174,7 @@ function prepared(
   settings: RequestSettings,
 ): Promise<Response> {
   let { retry } = settings;
-  const method = (base.method ?? 'GET').toUpperCase();
+  const method = upperMethod(base.method ?? 'GET');
   const layers = client.layers;
   if (layers !== undefined && retry.attempts > 1 && oneLayer(client, layers, method, url, base)) {
     retry = { ...retry, attempts: 1 };

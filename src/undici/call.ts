@@ -17,7 +17,12 @@ import type {
   TimeoutOptions,
 } from '../options.js';
 import { describeReplay, type ReplayRequest } from '../replay.js';
-import { idempotencyOf, type RequestSettings, readRequestOptions } from '../request-options.js';
+import {
+  idempotencyOf,
+  type RequestSettings,
+  readRequestOptions,
+  upperMethod,
+} from '../request-options.js';
 import { errorCode } from '../retry/classify.js';
 import type { HeaderSource } from '../retry/server-delay.js';
 import { Attempt, LEGACY_CORE } from './attempt.js';
@@ -179,7 +184,7 @@ export function prepare(
     staunch = fields;
   }
   const settings = readRequestOptions(client, staunch, 'staunch');
-  const method = String(base.method).toUpperCase();
+  const method = upperMethod(base.method);
   const { header } = client.idempotency;
   let headers = base.headers;
   const { key, replayable } = idempotencyOf(
