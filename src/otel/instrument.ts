@@ -27,6 +27,7 @@ import { redactUrl } from '../internal/redact.js';
 import { checkObject, describe } from '../internal/validate.js';
 import { type BudgetOptions, resolveBudgetOptions } from '../policy/budget.js';
 import { originKey, type PolicyKey } from '../policy/policies.js';
+import { upperMethod } from '../request-options.js';
 import type { StateStore } from '../store/store.js';
 import { withHeader } from '../undici/headers.js';
 import {
@@ -288,7 +289,7 @@ export function instrument(options: InstrumentOptions = {}): Instrumentation {
       const composed = (dispatch: Dispatch): Dispatch => {
         const staunch = (retry as unknown as (d: Dispatch) => Dispatch)(inner(dispatch));
         return (opts, handler) => {
-          const method = String(opts.method ?? 'GET').toUpperCase();
+          const method = upperMethod(opts.method ?? 'GET');
           const origin =
             typeof opts.origin === 'string'
               ? opts.origin.replace(/\/$/, '')
@@ -328,7 +329,7 @@ function describeCall(
   const request = typeof input === 'object' && !(input instanceof URL) ? input : undefined;
   const raw =
     typeof input === 'string' ? input : input instanceof URL ? input.href : String(request?.url);
-  const method = String(init?.method ?? request?.method ?? 'GET').toUpperCase();
+  const method = upperMethod(init?.method ?? request?.method ?? 'GET');
   return { method, url: redactUrl(raw) };
 }
 

@@ -21,6 +21,7 @@
  */
 import type { Dispatcher } from 'undici';
 import type { FetchLike } from '../fetch.js';
+import { upperMethod } from '../request-options.js';
 import { markInvalid } from '../retry/classify.js';
 import { FetchHandler, fetchFailed } from './response.js';
 
@@ -135,7 +136,7 @@ function send(dispatcher: Dispatcher, href: string, init: RequestInit): Promise<
   }
   if (BAD_PORTS.has(url.port)) throw markInvalid(fetchFailed(new Error('bad port')));
   let method = init.method ?? 'GET';
-  const upper = method.toUpperCase();
+  const upper = upperMethod(method);
   if (NORMALIZED.has(upper)) method = upper;
   if (FORBIDDEN_METHODS.has(upper)) {
     throw markInvalid(new TypeError(`fetch: the method ${method} is forbidden`));

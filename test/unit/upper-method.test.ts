@@ -9,7 +9,7 @@ describe('upperMethod', () => {
     }
   });
 
-  it('upper-cases any other spelling, so that "post" is not taken for a replayable method', () => {
+  it('upper-cases any other spelling', () => {
     expect(upperMethod('post')).toBe('POST');
     expect(upperMethod('Get')).toBe('GET');
     expect(upperMethod('purge')).toBe('PURGE');
