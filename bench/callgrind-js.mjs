@@ -36,12 +36,12 @@ if (!Number.isInteger(top) || top < 1)
   throw new RangeError(`--top must be a positive integer, got ${opts.top}`);
 
 function perRequest(shortFile, longFile) {
-  const a = readCallgrind(shortFile, { by: opts.by, callersOf: opts.callers });
-  const b = readCallgrind(longFile, { by: opts.by, callersOf: opts.callers });
-  if (opts.callers !== undefined) {
-    a.costs = a.callers;
-    b.costs = b.callers;
-  }
+  const read = (file) => {
+    const r = readCallgrind(file, { by: opts.by, callersOf: opts.callers });
+    return { requests: r.requests, costs: opts.callers === undefined ? r.costs : r.callers };
+  };
+  const a = read(shortFile);
+  const b = read(longFile);
   const n = b.requests - a.requests;
   if (!(n > 0)) throw new Error(`${longFile} must have more requests than ${shortFile}`);
   const out = new Map();

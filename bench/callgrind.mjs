@@ -86,7 +86,9 @@ export function readCallgrind(file, { by = 'file', callersOf } = {}) {
   const costs = new Map();
   let compile = 0;
   let total = 0;
-  let ob = '';
+  // Code callgrind knows no object file of: V8's JIT code.
+  let jit = true;
+  let lib = '';
   let fn = '';
   let isCompiler = false;
   let skipNext = false;
@@ -95,8 +97,11 @@ export function readCallgrind(file, { by = 'file', callersOf } = {}) {
   /** With `callersOf` (a function name), the instructions of its calls, inclusive, by calling key. */
   const callers = new Map();
   for (const line of text.split('\n')) {
-    if (line.startsWith('ob=')) ob = line.slice(3);
-    else if (line.startsWith('fn=')) {
+    if (line.startsWith('ob=')) {
+      const ob = line.slice(3);
+      jit = ob === '???' || ob === '';
+      lib = ob.slice(ob.lastIndexOf('/') + 1);
+    } else if (line.startsWith('fn=')) {
       fn = line.slice(3);
       isCompiler = COMPILER.test(fn);
     } else if (line.startsWith('cfn=')) cfn = line.slice(4);
@@ -115,13 +120,7 @@ export function readCallgrind(file, { by = 'file', callersOf } = {}) {
         skipNext = false;
         if (callsTo) {
           const parts = line.split(' ');
-          const name = ob === '???' || ob === '' ? lookup(entries, Number(parts[0])) : fn;
-          const key =
-            name === undefined
-              ? 'JIT (unnamed)'
-              : by === 'file' && ob === '???'
-                ? jitKey(name, 'function')
-                : name;
+          const key = (jit ? lookup(entries, Number(parts[0])) : fn) ?? 'JIT (unnamed)';
           callers.set(key, (callers.get(key) ?? 0) + Number(parts[parts.length - 1]));
         }
         continue;
@@ -131,11 +130,10 @@ export function readCallgrind(file, { by = 'file', callersOf } = {}) {
       total += ir;
       if (isCompiler) compile += ir;
       let key;
-      if (ob === '???' || ob === '') {
-        const name = entries.length === 0 ? undefined : lookup(entries, Number(parts[0]));
+      if (jit) {
+        const name = lookup(entries, Number(parts[0]));
         key = name === undefined ? 'JIT (unnamed)' : jitKey(name, by);
       } else {
-        const lib = ob.slice(ob.lastIndexOf('/') + 1);
         if (by === 'function') key = `${lib} ${fn}`;
         else if (isCompiler) key = 'C++ V8 compilers';
         else key = lib.startsWith('node') ? `C++ ${fn.split('::').slice(0, 2).join('::')}` : lib;

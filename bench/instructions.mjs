@@ -25,7 +25,7 @@
  * loopback round trip waits on the server too), so this complements the
  * interleaved rounds of undici-overhead.mjs; it does not replace them.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -111,7 +111,7 @@ const script = fileURLToPath(new URL('./profile-variant.mjs', import.meta.url));
 const dir = opts.keep ?? mkdtempSync(join(tmpdir(), 'staunch-callgrind-'));
 if (opts.keep !== undefined) mkdirSync(dir, { recursive: true });
 
-/** Total instructions of one callgrind run of `variant` for `requests` measured requests. */
+/** One callgrind run of `variant` for `requests` measured requests: its `total` and `compile` counts. */
 function count(variant, requests, tag) {
   const out = join(dir, `${variant}.${requests}.${tag}.out`);
   const args = [
@@ -150,8 +150,7 @@ function count(variant, requests, tag) {
         return;
       }
       try {
-        const { total, compile } = readCallgrind(out);
-        resolve({ total, compile });
+        resolve(readCallgrind(out));
       } catch (error) {
         reject(error);
       }
@@ -191,9 +190,7 @@ const median = (xs) => {
   return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 // Every pairing of a short and a long run of a variant gives one figure a request,
-// less what V8 spent compiling (steady state compiles nothing; when the compiler
-// runs is V8's choice, and it moves a window's count by thousands a request),
-// and with it.
+// without what V8 spent compiling (see the header) or with it.
 const perRequest = (v, withCompile) => {
   const { short: s, long: l } = results.get(v);
   const figures = [];
@@ -226,7 +223,6 @@ if (opts.json) {
     ),
   );
 } else {
-  const { execFileSync } = await import('node:child_process');
   const version = execFileSync(opts.node, ['-p', 'process.version'], { encoding: 'utf8' }).trim();
   console.log(
     `node ${version}; ${warmup} warm-up + ${short} / ${long} measured requests, ${concurrency} in flight; ` +
