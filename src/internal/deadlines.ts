@@ -11,6 +11,10 @@
  * deadline that would not come last in the list (another duration) gets a
  * `setTimeout` of its own, as before. The timer is cleared when the list
  * empties, so an idle process is not kept alive by it.
+ *
+ * Two such lists: one whose timers hold the process open while a deadline
+ * is pending ({@link startDeadline}), and one whose timers do not, for
+ * attempts whose transport holds it open itself ({@link startWeakDeadline}).
  */
 import { type Clock, startTimer, systemClock } from './clock.js';
 
@@ -37,7 +41,89 @@ const now: () => number =
       ? () => performance.now()
       : Date.now;
 
+/** A timer that does not hold the process open (where the runtime's timers can say so). */
+function unrefTimer(timer: ReturnType<typeof setTimeout>): void {
+  const t = timer as { unref?: () => void };
+  if (typeof t.unref === 'function') t.unref();
+}
+
+/** The deadlines of one kind, in the order they are due, under one timer. */
+class List {
+  head: Entry | undefined;
+  tail: Entry | undefined;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  /** Its timers do not hold the process open (see {@link startWeakDeadline}). */
+  readonly weak: boolean;
+  /** Runs the deadlines that are due (within a millisecond, as timers round), then re-arms. */
+  readonly onTimer = (): void => {
+    this.timer = undefined;
+    const t = now();
+    try {
+      while (this.head !== undefined && this.head.at - t < 1) {
+        const e = this.head;
+        this.unlink(e);
+        e.fire();
+      }
+    } finally {
+      // For the first deadline left (a deadline set by `fire` may have armed a later one),
+      // and never for longer than its own duration.
+      const head = this.head;
+      if (head !== undefined) {
+        if (this.timer !== undefined) clearTimeout(this.timer);
+        this.timer = this.arm(
+          this.onTimer,
+          Math.max(1, Math.min(Math.ceil(head.at - now()), head.ms)),
+        );
+      }
+    }
+  };
+
+  constructor(weak: boolean) {
+    this.weak = weak;
+  }
+
+  arm(fire: () => void, ms: number): ReturnType<typeof setTimeout> {
+    const timer = setTimeout(fire, ms);
+    if (this.weak) unrefTimer(timer);
+    return timer;
+  }
+
+  unlink(e: Entry): void {
+    e.linked = false;
+    const { prev, next } = e;
+    if (prev === undefined) this.head = next;
+    else prev.next = next;
+    if (next === undefined) this.tail = prev;
+    else next.prev = prev;
+    e.prev = e.next = undefined;
+    if (this.head === undefined && this.timer !== undefined) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+  }
+
+  start(ms: number, onFire: () => void): Deadline {
+    const e = new Entry(this, now() + ms, ms, onFire);
+    const tail = this.tail;
+    if (tail !== undefined && e.at < tail.at) {
+      e.own = this.arm(() => {
+        e.own = undefined;
+        onFire();
+      }, ms);
+      return e;
+    }
+    e.linked = true;
+    e.prev = tail;
+    if (tail === undefined) this.head = e;
+    else tail.next = e;
+    this.tail = e;
+    this.timer ??= this.arm(this.onTimer, ms);
+    return e;
+  }
+}
+
 class Entry implements Deadline {
+  readonly list: List;
   /** `now()` when it is due. */
   readonly at: number;
   readonly ms: number;
@@ -49,14 +135,15 @@ class Entry implements Deadline {
   /** Its own timer, when it could not join the list. */
   own: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(at: number, ms: number, fire: () => void) {
+  constructor(list: List, at: number, ms: number, fire: () => void) {
+    this.list = list;
     this.at = at;
     this.ms = ms;
     this.fire = fire;
   }
 
   cancel(): void {
-    if (this.linked) unlink(this);
+    if (this.linked) this.list.unlink(this);
     else if (this.own !== undefined) {
       clearTimeout(this.own);
       this.own = undefined;
@@ -64,64 +151,32 @@ class Entry implements Deadline {
   }
 }
 
-let head: Entry | undefined;
-let tail: Entry | undefined;
-let timer: ReturnType<typeof setTimeout> | undefined;
-
-function unlink(e: Entry): void {
-  e.linked = false;
-  const { prev, next } = e;
-  if (prev === undefined) head = next;
-  else prev.next = next;
-  if (next === undefined) tail = prev;
-  else next.prev = prev;
-  e.prev = e.next = undefined;
-  if (head === undefined && timer !== undefined) {
-    clearTimeout(timer);
-    timer = undefined;
-  }
-}
-
-/** Runs the deadlines that are due (within a millisecond, as timers round), then re-arms. */
-function onTimer(): void {
-  timer = undefined;
-  const t = now();
-  try {
-    while (head !== undefined && head.at - t < 1) {
-      const e = head;
-      unlink(e);
-      e.fire();
-    }
-  } finally {
-    // For the first deadline left (a deadline set by `fire` may have armed a later one),
-    // and never for longer than its own duration.
-    if (head !== undefined) {
-      if (timer !== undefined) clearTimeout(timer);
-      timer = setTimeout(onTimer, Math.max(1, Math.min(Math.ceil(head.at - now()), head.ms)));
-    }
-  }
-}
+const strong = new List(false);
+const weak = new List(true);
 
 /**
  * Runs `onFire` after `ms` on `clock` unless the returned deadline is
  * cancelled first: on the system clock through the shared list above, on
- * any other clock through {@link startTimer}.
+ * any other clock through {@link startTimer}. Its timer holds the process
+ * open, as a `setTimeout` does.
  */
 export function startDeadline(clock: Clock, ms: number, onFire: () => void): Deadline {
   if (clock !== systemClock) return { cancel: startTimer(clock, ms, onFire) };
-  const e = new Entry(now() + ms, ms, onFire);
-  if (tail !== undefined && e.at < tail.at) {
-    e.own = setTimeout(() => {
-      e.own = undefined;
-      onFire();
-    }, ms);
-    return e;
-  }
-  e.linked = true;
-  e.prev = tail;
-  if (tail === undefined) head = e;
-  else tail.next = e;
-  tail = e;
-  timer ??= setTimeout(onTimer, ms);
-  return e;
+  return strong.start(ms, onFire);
+}
+
+/**
+ * {@link startDeadline} for an attempt whose transport holds the process
+ * open while it is under way (an undici dispatch: its socket, its connect,
+ * its DNS lookup; undici's own `headersTimeout` and `bodyTimeout` timers do
+ * not hold it either). Its timers are unref'd: a ref'd timer that comes and
+ * goes beside undici's unref'd ones moves Node's count of ref'd timers
+ * between 0 and 1 at random, and each undici timer built while it is 0 takes
+ * a path that Node's optimised `Timeout` constructor had not seen, which
+ * de-optimises it for every timer of the process (bench/instructions.mjs:
+ * about 1,000 instructions a request on Node 24).
+ */
+export function startWeakDeadline(clock: Clock, ms: number, onFire: () => void): Deadline {
+  if (clock !== systemClock) return { cancel: startTimer(clock, ms, onFire) };
+  return weak.start(ms, onFire);
 }

@@ -22,7 +22,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { FirstSink, FirstTicket, Outcome } from '../executor.js';
 import { noop } from '../internal/clock.js';
-import { type Deadline, startDeadline } from '../internal/deadlines.js';
+import { type Deadline, startWeakDeadline } from '../internal/deadlines.js';
 import { AbortToken } from '../internal/token.js';
 import {
   Attempt,
@@ -121,7 +121,8 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt> {
     this.ticket = ticket;
     const { limit } = ticket;
     if (Number.isFinite(limit)) {
-      this.#deadline = startDeadline(this.client.executor.clock, limit, () => this.#expire());
+      // undici's dispatch holds the process open until it settles, as its own timeouts assume.
+      this.#deadline = startWeakDeadline(this.client.executor.clock, limit, () => this.#expire());
     }
     try {
       dispatch(call.options, this as unknown as Handler);

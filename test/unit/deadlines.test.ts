@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { systemClock } from '../../src/internal/clock.js';
-import { startDeadline } from '../../src/internal/deadlines.js';
+import { startDeadline, startWeakDeadline } from '../../src/internal/deadlines.js';
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -128,6 +128,59 @@ describe('startDeadline on the system clock (one timer for deadlines of one dura
         },
       ),
     );
+  });
+});
+
+/** Timers that hold this process open (Node lists one `Timeout` for each). */
+function refedTimers(): number {
+  return process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+}
+
+describe('startWeakDeadline: the same list, on timers that do not hold the process open', () => {
+  it('fires each deadline at its own time, in order, under one timer', () => {
+    const fired: [string, number][] = [];
+    const t0 = performance.now();
+    const at = (name: string) => () => fired.push([name, performance.now() - t0]);
+    startWeakDeadline(systemClock, 100, at('a'));
+    vi.advanceTimersByTime(30);
+    startWeakDeadline(systemClock, 100, at('b'));
+    // Shorter than the last: its own timer.
+    startWeakDeadline(systemClock, 10, at('c'));
+    const cancelled = startWeakDeadline(systemClock, 100, at('never'));
+    expect(vi.getTimerCount()).toBe(2);
+    cancelled.cancel();
+    vi.advanceTimersByTime(200);
+    expect(fired).toEqual([
+      ['c', 40],
+      ['a', 100],
+      ['b', 130],
+    ]);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('the two lists are apart: each fires its own, and a cancel in one leaves the other armed', () => {
+    const fired: string[] = [];
+    const strong = startDeadline(systemClock, 50, () => fired.push('strong'));
+    startWeakDeadline(systemClock, 50, () => fired.push('weak'));
+    strong.cancel();
+    expect(vi.getTimerCount()).toBe(1);
+    vi.advanceTimersByTime(50);
+    expect(fired).toEqual(['weak']);
+  });
+
+  it("holds the process open no more than undici's own timers; startDeadline does", () => {
+    vi.useRealTimers();
+    const before = refedTimers();
+    const fire = vi.fn();
+    const weak = [startWeakDeadline(systemClock, 60_000, fire)];
+    // A shorter one behind it gets a timer of its own: not held open either.
+    weak.push(startWeakDeadline(systemClock, 30_000, fire));
+    expect(refedTimers()).toBe(before);
+    const strong = startDeadline(systemClock, 60_000, fire);
+    expect(refedTimers()).toBe(before + 1);
+    for (const d of [...weak, strong]) d.cancel();
+    expect(refedTimers()).toBe(before);
+    expect(fire).not.toHaveBeenCalled();
   });
 });
 
