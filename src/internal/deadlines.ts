@@ -52,6 +52,8 @@ class List {
   head: Entry | undefined;
   tail: Entry | undefined;
   timer: ReturnType<typeof setTimeout> | undefined;
+  /** `now()` when the armed timer fires. */
+  due = 0;
   /** Its timers do not hold the process open (see {@link startWeakDeadline}). */
   readonly weak: boolean;
   /** Runs the deadlines that are due (within a millisecond, as timers round), then re-arms. */
@@ -69,11 +71,9 @@ class List {
       // and never for longer than its own duration.
       const head = this.head;
       if (head !== undefined) {
-        if (this.timer !== undefined) clearTimeout(this.timer);
-        this.timer = this.arm(
-          this.onTimer,
-          Math.max(1, Math.min(Math.ceil(head.at - now()), head.ms)),
-        );
+        const t1 = now();
+        const ms = Math.max(1, Math.min(Math.ceil(head.at - t1), head.ms));
+        this.armFor(t1 + ms, ms);
       }
     }
   };
@@ -82,12 +82,25 @@ class List {
     this.weak = weak;
   }
 
+  /** Arms the list's timer for `at`, `ms` from now (in place of one armed for later, if any). */
+  armFor(at: number, ms: number): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = this.arm(this.onTimer, ms);
+    this.due = at;
+  }
+
   arm(fire: () => void, ms: number): ReturnType<typeof setTimeout> {
     const timer = setTimeout(fire, ms);
     if (this.weak) unrefTimer(timer);
     return timer;
   }
 
+  /**
+   * Takes `e` out. The timer stays armed: a weak list's holds nothing, and
+   * it fires once more on an empty list; so a busy process does not clear
+   * and arm a timer each time its last pending attempt answers (nor take a
+   * branch its optimised code has not seen).
+   */
   unlink(e: Entry): void {
     e.linked = false;
     const { prev, next } = e;
@@ -96,10 +109,6 @@ class List {
     if (next === undefined) this.tail = prev;
     else next.prev = prev;
     e.prev = e.next = undefined;
-    if (this.head === undefined && this.timer !== undefined) {
-      clearTimeout(this.timer);
-      this.timer = undefined;
-    }
   }
 
   start(ms: number, onFire: () => void): Deadline {
@@ -117,8 +126,24 @@ class List {
     if (tail === undefined) this.head = e;
     else tail.next = e;
     this.tail = e;
-    this.timer ??= this.arm(this.onTimer, ms);
+    // A weak list's timer may still be armed for a longer deadline that has gone.
+    if (this.timer === undefined || e.at < this.due) this.armFor(e.at, ms);
     return e;
+  }
+}
+
+/** A list whose timer holds the process open: cleared once no deadline is left, so an idle process is not. */
+class StrongList extends List {
+  constructor() {
+    super(false);
+  }
+
+  override unlink(e: Entry): void {
+    super.unlink(e);
+    if (this.head === undefined && this.timer !== undefined) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
   }
 }
 
@@ -151,7 +176,7 @@ class Entry implements Deadline {
   }
 }
 
-const strong = new List(false);
+const strong = new StrongList();
 const weak = new List(true);
 
 /**

@@ -73,62 +73,68 @@ describe('startDeadline on the system clock (one timer for deadlines of one dura
     ]);
   });
 
-  it('any mix of durations, starts and cancellations: each fires once, at its time, unless cancelled', () => {
-    fc.assert(
-      fc.property(
-        fc.array(
-          fc.record({
-            wait: fc.integer({ min: 0, max: 50 }),
-            ms: fc.constantFrom(10, 40, 100),
-            cancelAfter: fc.option(fc.integer({ min: 0, max: 150 }), { nil: undefined }),
-          }),
-          { maxLength: 20 },
-        ),
-        (plan) => {
-          const t0 = performance.now();
-          const fired = new Map<number, number[]>();
-          const starts: number[] = [];
-          let offset = 0;
-          for (const step of plan) {
-            offset += step.wait;
-            starts.push(offset);
-          }
-          // Every start and cancellation on one timeline; at equal times a start comes first.
-          const events = plan.flatMap((step, i) => [
-            { at: starts[i]!, kind: 0, i },
-            ...(step.cancelAfter === undefined
-              ? []
-              : [{ at: starts[i]! + step.cancelAfter, kind: 1, i }]),
-          ]);
-          events.sort((x, y) => x.at - y.at || x.kind - y.kind || x.i - y.i);
-          const deadlines: { cancel(): void }[] = [];
-          for (const e of events) {
-            const now = performance.now() - t0;
-            if (e.at > now) vi.advanceTimersByTime(e.at - now);
-            if (e.kind === 1) deadlines[e.i]!.cancel();
-            else {
-              deadlines[e.i] = startDeadline(systemClock, plan[e.i]!.ms, () => {
-                fired.set(e.i, [...(fired.get(e.i) ?? []), performance.now() - t0]);
-              });
+  it.each([
+    ['startDeadline', startDeadline],
+    ['startWeakDeadline', startWeakDeadline],
+  ])(
+    '%s: any mix of durations, starts and cancellations: each fires once, at its time, unless cancelled',
+    (_name, start) => {
+      fc.assert(
+        fc.property(
+          fc.array(
+            fc.record({
+              wait: fc.integer({ min: 0, max: 50 }),
+              ms: fc.constantFrom(10, 40, 100),
+              cancelAfter: fc.option(fc.integer({ min: 0, max: 150 }), { nil: undefined }),
+            }),
+            { maxLength: 20 },
+          ),
+          (plan) => {
+            const t0 = performance.now();
+            const fired = new Map<number, number[]>();
+            const starts: number[] = [];
+            let offset = 0;
+            for (const step of plan) {
+              offset += step.wait;
+              starts.push(offset);
             }
-          }
-          vi.advanceTimersByTime(1000);
-          for (const [i, step] of plan.entries()) {
-            const due = starts[i]! + step.ms;
-            const cancelledAt =
-              step.cancelAfter === undefined
-                ? Number.POSITIVE_INFINITY
-                : starts[i]! + step.cancelAfter;
-            const times = fired.get(i) ?? [];
-            if (cancelledAt < due) expect(times).toEqual([]);
-            else if (cancelledAt > due) expect(times).toEqual([due]);
-            else expect(times.length).toBeLessThanOrEqual(1);
-          }
-          expect(vi.getTimerCount()).toBe(0);
-        },
-      ),
-    );
-  });
+            // Every start and cancellation on one timeline; at equal times a start comes first.
+            const events = plan.flatMap((step, i) => [
+              { at: starts[i]!, kind: 0, i },
+              ...(step.cancelAfter === undefined
+                ? []
+                : [{ at: starts[i]! + step.cancelAfter, kind: 1, i }]),
+            ]);
+            events.sort((x, y) => x.at - y.at || x.kind - y.kind || x.i - y.i);
+            const deadlines: { cancel(): void }[] = [];
+            for (const e of events) {
+              const now = performance.now() - t0;
+              if (e.at > now) vi.advanceTimersByTime(e.at - now);
+              if (e.kind === 1) deadlines[e.i]!.cancel();
+              else {
+                deadlines[e.i] = start(systemClock, plan[e.i]!.ms, () => {
+                  fired.set(e.i, [...(fired.get(e.i) ?? []), performance.now() - t0]);
+                });
+              }
+            }
+            vi.advanceTimersByTime(1000);
+            for (const [i, step] of plan.entries()) {
+              const due = starts[i]! + step.ms;
+              const cancelledAt =
+                step.cancelAfter === undefined
+                  ? Number.POSITIVE_INFINITY
+                  : starts[i]! + step.cancelAfter;
+              const times = fired.get(i) ?? [];
+              if (cancelledAt < due) expect(times).toEqual([]);
+              else if (cancelledAt > due) expect(times).toEqual([due]);
+              else expect(times.length).toBeLessThanOrEqual(1);
+            }
+            expect(vi.getTimerCount()).toBe(0);
+          },
+        ),
+      );
+    },
+  );
 });
 
 /** Timers that hold this process open (Node lists one `Timeout` for each). */
@@ -155,6 +161,25 @@ describe('startWeakDeadline: the same list, on timers that do not hold the proce
       ['a', 100],
       ['b', 130],
     ]);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('its timer outlives the last cancel, then fires once on the empty list and is gone', () => {
+    const fire = vi.fn();
+    const a = startWeakDeadline(systemClock, 100, fire);
+    vi.advanceTimersByTime(40);
+    a.cancel();
+    // Left armed: nothing to clear and arm again when the next attempt comes.
+    expect(vi.getTimerCount()).toBe(1);
+    const b = startWeakDeadline(systemClock, 100, fire);
+    expect(vi.getTimerCount()).toBe(1);
+    vi.advanceTimersByTime(60);
+    // The timer fired at a's time, found b not yet due, and re-armed for it.
+    expect(fire).not.toHaveBeenCalled();
+    expect(vi.getTimerCount()).toBe(1);
+    b.cancel();
+    vi.advanceTimersByTime(500);
+    expect(fire).not.toHaveBeenCalled();
     expect(vi.getTimerCount()).toBe(0);
   });
 
