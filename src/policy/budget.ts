@@ -159,6 +159,9 @@ export class RetryBudget {
   readonly #clock: Clock;
   /** First attempts counted here and not yet credited in the store, per key. */
   readonly #pending = new Map<string, { count: number; since: number }>();
+  /** The entry of {@link #pending} deposited to last, and its key. */
+  #lastKey: string | undefined;
+  #lastPending: { count: number; since: number } | undefined;
 
   constructor(options: ResolvedBudgetOptions, store: StateStore, clock: Clock) {
     this.#args = Object.freeze({
@@ -177,19 +180,26 @@ export class RetryBudget {
    * request.
    */
   deposit(key: string, now: number = this.#clock.now()): void | Promise<void> {
-    const pending = this.#pending.get(key);
+    // The key of the last deposit needs no lookup (a client of one origin: the same string).
+    let pending = key === this.#lastKey ? this.#lastPending : this.#pending.get(key);
     if (pending === undefined) {
       if (this.#pending.size >= 1024) this.#flushAll(now);
-      this.#pending.set(key, { count: 1, since: now });
+      pending = { count: 1, since: now };
+      this.#pending.set(key, pending);
+      this.#lastKey = key;
+      this.#lastPending = pending;
       return;
     }
+    this.#lastKey = key;
+    this.#lastPending = pending;
     if (now - pending.since < DEPOSIT_BATCH_MS) {
       pending.count++;
       return;
     }
     // The batch is a second old: credit it (as of its first deposit), start the next.
-    this.#pending.set(key, { count: 1, since: now });
     const args = { ...this.#args, count: pending.count, age: now - pending.since };
+    pending.count = 1;
+    pending.since = now;
     return runOpMaybe(this.#store, BUDGET_KEY_PREFIX + key, budgetDeposit, args, now, noop);
   }
 
@@ -209,6 +219,7 @@ export class RetryBudget {
   tryWithdraw(key: string): Promise<boolean> {
     const pending = this.#pending.get(key);
     if (pending !== undefined) this.#pending.delete(key);
+    if (key === this.#lastKey) this.#lastKey = this.#lastPending = undefined;
     const now = this.#clock.now();
     const args =
       pending === undefined
@@ -225,6 +236,7 @@ export class RetryBudget {
       runOp(this.#store, BUDGET_KEY_PREFIX + key, budgetDeposit, args, now, noop).catch(noop);
     }
     this.#pending.clear();
+    this.#lastKey = this.#lastPending = undefined;
   }
 }
 

@@ -154,6 +154,9 @@ export class RateLimiter {
   readonly #store: StateStore;
   readonly #clock: Clock;
   readonly #keys = new Map<string, Local>();
+  /** The key {@link #local} last looked up, and its state (until a sweep). */
+  #lastKey: string | undefined;
+  #lastLocal: Local | undefined;
   #calls = 0;
 
   constructor(options: ResolvedRateLimitOptions, store: StateStore, clock: Clock) {
@@ -493,6 +496,9 @@ export class RateLimiter {
   }
 
   #local(key: string, now?: number): Local {
+    // The key of the last call: most clients call one origin, whose key string is the same
+    // object each time (policies.ts, cachedOriginKey), so this is a pointer compare.
+    if (key === this.#lastKey) return this.#lastLocal!;
     let local = this.#keys.get(key);
     if (local === undefined) {
       if (++this.#calls >= 1024 && this.#calls >= this.#keys.size) this.#sweep();
@@ -519,6 +525,8 @@ export class RateLimiter {
       };
       this.#keys.set(key, local);
     }
+    this.#lastKey = key;
+    this.#lastLocal = local;
     return local;
   }
 
@@ -529,6 +537,8 @@ export class RateLimiter {
       if (!local.active && local.queue.length === local.head && local.lastUse < before)
         this.#keys.delete(key);
     }
+    this.#lastKey = undefined;
+    this.#lastLocal = undefined;
     this.#calls = 0;
   }
 }
