@@ -46,6 +46,13 @@ export interface Exchange<R> {
    * signal. @default false
    */
   readonly tokenSignal?: boolean;
+  /**
+   * `true`: the transport holds the process open while an attempt is under
+   * way (an undici dispatch: its socket, connect or DNS lookup), so the
+   * attempt's deadline timer need not (src/internal/deadlines.ts,
+   * `startWeakDeadline`). @default false
+   */
+  readonly heldOpen?: boolean;
 }
 
 /** One logical request, as the executor sees it. */

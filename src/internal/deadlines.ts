@@ -205,3 +205,17 @@ export function startWeakDeadline(clock: Clock, ms: number, onFire: () => void):
   if (clock !== systemClock) return { cancel: startTimer(clock, ms, onFire) };
   return weak.start(ms, onFire);
 }
+
+/** Marks a fetch function whose transport holds the process open while a request is under way. */
+const HELD_OPEN: unique symbol = Symbol('staunch.heldOpen');
+
+/** Marks `fetch` (staunch/undici's own transport) as holding the process open: see {@link heldOpen}. */
+export function markHeldOpen<F extends object>(fetch: F): F {
+  Object.defineProperty(fetch, HELD_OPEN, { value: true });
+  return fetch;
+}
+
+/** Whether `fetch` was marked by {@link markHeldOpen}: its attempts may use {@link startWeakDeadline}. */
+export function heldOpen(fetch: object): boolean {
+  return (fetch as { [HELD_OPEN]?: true })[HELD_OPEN] === true;
+}

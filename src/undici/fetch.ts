@@ -13,6 +13,7 @@
  */
 import { Agent, type Dispatcher } from 'undici';
 import { createFetch as coreCreateFetch, type StaunchFetch } from '../fetch.js';
+import { markHeldOpen } from '../internal/deadlines.js';
 import { checkNumber } from '../internal/validate.js';
 import { agentOptions } from './agent.js';
 import { surface } from './call.js';
@@ -71,7 +72,10 @@ export function createFetch(options: UndiciFetchOptions = {}): UndiciStaunchFetc
   const core = coreCreateFetch({
     ...(rest as ClientOptions),
     on,
-    fetch: followRedirects(dispatchFetch(dispatcher), max, resolved.ssrf !== undefined),
+    // An undici dispatch holds the process open: its attempts' deadlines need not.
+    fetch: markHeldOpen(
+      followRedirects(dispatchFetch(dispatcher), max, resolved.ssrf !== undefined),
+    ),
   });
   const fetch: StaunchFetch = (input, init) => core(input, init).catch(rethrow);
   return Object.assign(fetch, { dispatcher });

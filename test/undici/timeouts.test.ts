@@ -124,3 +124,96 @@ describe('per-phase timeouts', () => {
     expect(Date.now() - started).toBeLessThan(GENEROUS);
   });
 });
+
+/** Timers that hold this process open (Node lists one `Timeout` for each). */
+function refedTimers(): number {
+  return process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+}
+
+/** Resolves once `server` has received `n` requests' bytes. */
+async function received(server: RawServer, n: number): Promise<void> {
+  while (server.data.length < n) await new Promise((resolve) => setImmediate(resolve));
+}
+
+describe('attempt deadlines beside an undici dispatch hold the process open no more than undici does', () => {
+  // The dispatch's socket holds it while the attempt is under way; a ref'd deadline timer beside
+  // undici's unref'd ones would de-optimise Node's Timeout constructor (src/internal/deadlines.ts).
+  const LONG = { attempt: 60_000, total: 120_000 };
+
+  it('createAgent: attempt 1 and a retry after a reset, on the system clock', async () => {
+    // The first connection is reset once its request arrives; the second never answers.
+    const server = await raw((socket, index) => {
+      socket.once('data', () => {
+        if (index === 0) socket.resetAndDestroy();
+      });
+    });
+    const before = refedTimers();
+    const t = tracker();
+    const dispatcher = agent({
+      on: t.on,
+      timeout: LONG,
+      retry: { attempts: 2, backoff: constantBackoff(0) },
+    });
+    const controller = new AbortController();
+    const pending = rejection(request(server.url, { dispatcher, signal: controller.signal }));
+    try {
+      await received(server, 2);
+      expect(server.connections).toBe(2);
+      expect(t.retries.map((e) => e.reason)).toEqual(['maybe-sent']);
+      expect(refedTimers()).toBe(before);
+    } finally {
+      controller.abort(new Error('test over'));
+    }
+    expect(String(await pending)).toContain('test over');
+  });
+
+  it("createAgent on the system clock: attempt 1's deadline still fires", async () => {
+    const server = await raw(() => {});
+    const before = refedTimers();
+    const dispatcher = agent({ timeout: { attempt: 100, total: 100 }, retry: false });
+    const pending = rejection(request(server.url, { dispatcher }));
+    await received(server, 1);
+    expect(refedTimers()).toBe(before);
+    const error = await pending;
+    expect(errorCode(error)).toBe('STAUNCH_DEADLINE');
+  });
+
+  it("staunch/undici's createFetch: the executor's attempts", async () => {
+    const server = await raw(() => {});
+    const before = refedTimers();
+    const fetch = createFetch({ timeout: LONG, retry: false });
+    open.add(fetch.dispatcher);
+    const controller = new AbortController();
+    const pending = rejection(fetch(server.url, { signal: controller.signal }));
+    try {
+      await received(server, 1);
+      expect(refedTimers()).toBe(before);
+    } finally {
+      controller.abort(new Error('test over'));
+    }
+    expect(String(await pending)).toContain('test over');
+  });
+
+  it("the core createFetch over any other fetch: the deadline's timer holds the process", async () => {
+    const { createFetch: coreFetch } = await import('../../src/fetch.js');
+    const before = refedTimers();
+    let sent = 0;
+    const never = (_url: unknown, init?: RequestInit): Promise<Response> =>
+      new Promise((_resolve, reject) => {
+        sent++;
+        init?.signal?.addEventListener('abort', () => reject(init.signal?.reason));
+      });
+    const fetch = coreFetch({ fetch: never, timeout: LONG, retry: false });
+    const controller = new AbortController();
+    const pending = rejection(fetch('http://127.0.0.1:9/x', { signal: controller.signal }));
+    try {
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(sent).toBe(1);
+      expect(refedTimers()).toBe(before + 1);
+    } finally {
+      controller.abort(new Error('test over'));
+    }
+    expect(String(await pending)).toContain('test over');
+    expect(refedTimers()).toBe(before);
+  });
+});
