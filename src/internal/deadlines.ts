@@ -16,7 +16,7 @@
  * is pending ({@link startDeadline}), and one whose timers do not, for
  * attempts whose transport holds it open itself ({@link startWeakDeadline}).
  */
-import { type Clock, startTimer, systemClock } from './clock.js';
+import { type Clock, noop, startTimer, systemClock } from './clock.js';
 
 /** A deadline set by {@link startDeadline}: `cancel()` before it fires, and it never will. */
 export interface Deadline {
@@ -48,9 +48,15 @@ function unrefTimer(timer: ReturnType<typeof setTimeout>): void {
 }
 
 /** The deadlines of one kind, in the order they are due, under one timer. */
+/**
+ * The deadlines of one kind, in the order they are due, under one timer: a
+ * ring through a sentinel entry, so that linking and unlinking take no
+ * branch (an empty list's own stores, met only now and then by a busy
+ * process, de-optimised the code that sets and settles every deadline).
+ */
 class List {
-  head: Entry | undefined;
-  tail: Entry | undefined;
+  /** The sentinel: `root.next` is the first deadline, `root.prev` the last; itself when empty. */
+  readonly root: Entry;
   timer: ReturnType<typeof setTimeout> | undefined;
   /** `now()` when the armed timer fires. */
   due = 0;
@@ -59,18 +65,19 @@ class List {
   /** Runs the deadlines that are due (within a millisecond, as timers round), then re-arms. */
   readonly onTimer = (): void => {
     this.timer = undefined;
+    const root = this.root;
     const t = now();
     try {
-      while (this.head !== undefined && this.head.at - t < 1) {
-        const e = this.head;
+      while (root.next !== root && root.next!.at - t < 1) {
+        const e = root.next!;
         this.unlink(e);
         e.fire();
       }
     } finally {
       // For the first deadline left (a deadline set by `fire` may have armed a later one),
       // and never for longer than its own duration.
-      const head = this.head;
-      if (head !== undefined) {
+      const head = root.next!;
+      if (head !== root) {
         const t1 = now();
         const ms = Math.max(1, Math.min(Math.ceil(head.at - t1), head.ms));
         this.armFor(t1 + ms, ms);
@@ -80,6 +87,9 @@ class List {
 
   constructor(weak: boolean) {
     this.weak = weak;
+    const root = new Entry(this, Number.NEGATIVE_INFINITY, 0, noop);
+    root.prev = root.next = root;
+    this.root = root;
   }
 
   /** Arms the list's timer for `at`, `ms` from now (in place of one armed for later, if any). */
@@ -98,23 +108,22 @@ class List {
   /**
    * Takes `e` out. The timer stays armed: a weak list's holds nothing, and
    * it fires once more on an empty list; so a busy process does not clear
-   * and arm a timer each time its last pending attempt answers (nor take a
-   * branch its optimised code has not seen).
+   * and arm a timer each time its last pending attempt answers.
    */
   unlink(e: Entry): void {
     e.linked = false;
-    const { prev, next } = e;
-    if (prev === undefined) this.head = next;
-    else prev.next = next;
-    if (next === undefined) this.tail = prev;
-    else next.prev = prev;
+    const prev = e.prev!;
+    const next = e.next!;
+    prev.next = next;
+    next.prev = prev;
     e.prev = e.next = undefined;
   }
 
   start(ms: number, onFire: () => void): Deadline {
     const e = new Entry(this, now() + ms, ms, onFire);
-    const tail = this.tail;
-    if (tail !== undefined && e.at < tail.at) {
+    const root = this.root;
+    const tail = root.prev!;
+    if (e.at < tail.at) {
       e.own = this.arm(() => {
         e.own = undefined;
         onFire();
@@ -123,9 +132,9 @@ class List {
     }
     e.linked = true;
     e.prev = tail;
-    if (tail === undefined) this.head = e;
-    else tail.next = e;
-    this.tail = e;
+    e.next = root;
+    tail.next = e;
+    root.prev = e;
     // A weak list's timer may still be armed for a longer deadline that has gone.
     if (this.timer === undefined || e.at < this.due) this.armFor(e.at, ms);
     return e;
@@ -140,7 +149,7 @@ class StrongList extends List {
 
   override unlink(e: Entry): void {
     super.unlink(e);
-    if (this.head === undefined && this.timer !== undefined) {
+    if (this.root.next === this.root && this.timer !== undefined) {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
@@ -153,6 +162,7 @@ class Entry implements Deadline {
   readonly at: number;
   readonly ms: number;
   readonly fire: () => void;
+  /** Its neighbours in the list's ring while linked. */
   prev: Entry | undefined;
   next: Entry | undefined;
   /** In the shared list (until it fires or is cancelled). */
