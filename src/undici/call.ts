@@ -63,8 +63,9 @@ export function passesThrough(opts: Dispatcher.DispatchOptions): boolean {
  */
 export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   readonly method: string;
-  readonly url: string;
   readonly origin: string;
+  readonly #path: string;
+  #url: string | undefined;
   readonly replayable: boolean;
   readonly signal: AbortSignal;
   readonly retry: ResolvedRetryOptions;
@@ -105,7 +106,7 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     this.#ownPacing = ownPacing;
     this.method = method;
     this.origin = origin;
-    this.url = `${origin}${path}`;
+    this.#path = path;
     this.replayable = replayable;
     this.signal = signal;
     this.retry = settings.retry;
@@ -113,6 +114,15 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     this.#keyHeader = keyHeader;
     this.resendable = resendable(opts.body);
     this.core = core;
+  }
+
+  /**
+   * The URL, built when first read: a success's path reads the origin
+   * (the policy key) and never the whole URL.
+   */
+  get url(): string {
+    this.#url ??= `${this.origin}${this.#path}`;
+    return this.#url;
   }
 
   /** The options each attempt is dispatched with. */

@@ -30,6 +30,7 @@ import {
   CallerController,
   type CoreHandler,
   deliverError,
+  LEGACY_CORE,
 } from './attempt.js';
 import { prepare, surface } from './call.js';
 import type { UndiciRuntime } from './client.js';
@@ -267,7 +268,8 @@ class LegacyFirst extends FirstBase {
   }
 
   protected announce(): void {
-    this.#caller.onConnect?.(this.callerAbort, {});
+    // No context, as undici's own Request passes none to a legacy handler.
+    this.#caller.onConnect?.(this.callerAbort);
   }
 
   onConnect(abort: (reason?: Error) => void): void {
@@ -395,7 +397,8 @@ class StartedFirst extends FirstBase {
   }
 
   protected announce(): void {
-    this.#caller.onRequestStart?.(this.controller, {});
+    // The context undici itself passes: none on undici 7 (its legacy core), null on undici 8.
+    this.#caller.onRequestStart?.(this.controller, LEGACY_CORE ? undefined : null);
   }
 
   onRequestStart(controller: Controller): void {

@@ -26,8 +26,11 @@ export interface Probe {
   bytesRead: number;
 }
 
-/** Sockets that have carried a request (weakly held). */
-const used = new WeakSet<object>();
+/**
+ * Marks a socket that has carried a request: a property of its own, read in
+ * one load where a `WeakSet` lookup hashed the socket on every request.
+ */
+const USED: unique symbol = Symbol('staunch.socketUsed');
 let pending: Probe | undefined;
 let watching = false;
 
@@ -36,8 +39,9 @@ function onSendHeaders(message: unknown): void {
   const probe = pending;
   pending = undefined;
   if (typeof socket !== 'object' || socket === null) return;
-  const reused = used.has(socket);
-  if (!reused) used.add(socket);
+  const marked = socket as { [USED]?: true };
+  const reused = marked[USED] === true;
+  if (!reused) marked[USED] = true;
   if (probe !== undefined) {
     probe.socket = socket as Probe['socket'];
     probe.reused = reused;

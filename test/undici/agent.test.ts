@@ -1,5 +1,5 @@
 import { Readable, Writable } from 'node:stream';
-import { Dispatcher, request, stream } from 'undici';
+import { Agent, Dispatcher, request, stream } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { constantBackoff } from '../../src/retry/backoff.js';
 import { createAgent, retryInterceptor } from '../../src/undici/index.js';
@@ -55,6 +55,17 @@ describe('createAgent is a Dispatcher', () => {
     expect(res.headers['set-cookie']).toEqual(['a=1', 'b=2']);
     expect(res.headers['x-one']).toBe('v');
     expect(await res.body.text()).toBe('body');
+  });
+
+  it("gives undici.request's response the context a bare Agent gives (none)", async () => {
+    const server = await serve((_req, res) => res.end('ok'));
+    const bare = open.add(new Agent());
+    const agent = open.add(createAgent());
+    const plain = await request(server.url, { dispatcher: bare });
+    const ours = await request(server.url, { dispatcher: agent });
+    await Promise.all([plain.body.text(), ours.body.text()]);
+    expect(ours.context).toBe(plain.context);
+    expect(server.received).toHaveLength(2);
   });
 
   it('retries a 503 for undici.stream (another legacy caller) and streams the final body', async () => {
