@@ -123,7 +123,7 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt> {
     const { limit } = ticket;
     if (Number.isFinite(limit)) {
       // undici's dispatch holds the process open until it settles, as its own timeouts assume.
-      this.#deadline = startWeakDeadline(this.client.executor.clock, limit, () => this.#expire());
+      this.#deadline = startWeakDeadline(this.client.executor.clock, limit, this);
     }
     try {
       dispatch(call.options, this as unknown as Handler);
@@ -180,6 +180,11 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt> {
 
   protected settle(outcome: Outcome<Attempt>): void {
     this.client.executor.firstDone(this.ticket!, outcome, this);
+  }
+
+  /** Attempt 1's deadline fired (the deadline list calls it: no closure per request). */
+  onDeadline(): void {
+    this.#expire();
   }
 
   #expire(): void {

@@ -183,6 +183,26 @@ describe('startWeakDeadline: the same list, on timers that do not hold the proce
     expect(vi.getTimerCount()).toBe(0);
   });
 
+  it("an object's onDeadline in place of a function: on the list, on a timer of its own, on another clock", () => {
+    const fired: string[] = [];
+    const target = (name: string) => ({ onDeadline: () => fired.push(name) });
+    startWeakDeadline(systemClock, 100, target('listed'));
+    startWeakDeadline(systemClock, 10, target('own'));
+    let onFire: (() => void) | undefined;
+    const clock = {
+      now: () => 0,
+      sleep: () => Promise.resolve(),
+      timer: (_ms: number, f: () => void) => {
+        onFire = f;
+        return () => {};
+      },
+    };
+    startWeakDeadline(clock, 5, target('other clock'));
+    onFire?.();
+    vi.advanceTimersByTime(100);
+    expect(fired).toEqual(['other clock', 'own', 'listed']);
+  });
+
   it('the two lists are apart: each fires its own, and a cancel in one leaves the other armed', () => {
     const fired: string[] = [];
     const strong = startDeadline(systemClock, 50, () => fired.push('strong'));
