@@ -19,7 +19,7 @@ import {
   type WaitReason,
 } from './events.js';
 import { type Clock, noop, type Random } from './internal/clock.js';
-import { type Deadline, startDeadline, startWeakDeadline } from './internal/deadlines.js';
+import { type Deadline, startDeadline, startSteadyDeadline } from './internal/deadlines.js';
 import { redactUrl, scrubbedCause, scrubError } from './internal/redact.js';
 import { linkSignal } from './internal/signals.js';
 import { AbortToken } from './internal/token.js';
@@ -771,7 +771,7 @@ export class Executor {
     const caller = request.signal;
     if (caller !== undefined) unlink = linkSignal(caller, abort);
     if (Number.isFinite(limit)) {
-      const start = exchange.heldOpen === true ? startWeakDeadline : startDeadline;
+      const start = exchange.steadyDeadlines === true ? startSteadyDeadline : startDeadline;
       deadline = start(this.#clock, limit, () =>
         abort(this.#deadline(request, flight.url(), scope, attempt)),
       );

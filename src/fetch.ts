@@ -9,7 +9,7 @@ import { CLIENT_KEYS, type ClientOptions, type Runtime, resolveRuntime } from '.
 import { emit } from './events.js';
 import type { Exchange, LogicalRequest } from './executor.js';
 import { noop, type Random } from './internal/clock.js';
-import { heldOpen } from './internal/deadlines.js';
+import { steadyDeadlines } from './internal/deadlines.js';
 import { DRAIN_LIMIT } from './internal/limits.js';
 import { collectSecrets, redactUrl } from './internal/redact.js';
 import { checkObject, describe, keysOf } from './internal/validate.js';
@@ -112,7 +112,7 @@ export function createFetch(options: StaunchOptions = {}): StaunchFetch {
     ...runtime,
     freshKey: () => uuid(runtime.random),
     transport,
-    heldOpen: heldOpen(transport),
+    steadyDeadlines: steadyDeadlines(transport),
     resume,
     layers: countHeader === undefined ? undefined : { header: countHeader, outer: false },
   };
@@ -123,7 +123,7 @@ export function createFetch(options: StaunchOptions = {}): StaunchFetch {
 interface FetchRuntime extends Runtime {
   readonly transport: FetchLike;
   /** The transport holds the process open while a request is under way (staunch/undici's). */
-  readonly heldOpen: boolean;
+  readonly steadyDeadlines: boolean;
   readonly resume: ResolvedResumeOptions | undefined;
   /** A fresh idempotency key (`idempotency.auto`). */
   readonly freshKey: () => string;
@@ -240,7 +240,7 @@ class FetchCall implements LogicalRequest, Exchange<Response> {
   readonly #body: AttemptBody;
   /** The bytes a FormData body was encoded to, for `replay`. */
   replayBody: unknown;
-  readonly heldOpen: boolean;
+  readonly steadyDeadlines: boolean;
 
   constructor(
     client: FetchRuntime,
@@ -253,7 +253,7 @@ class FetchCall implements LogicalRequest, Exchange<Response> {
     body: AttemptBody,
   ) {
     this.#client = client;
-    this.heldOpen = client.heldOpen;
+    this.steadyDeadlines = client.steadyDeadlines;
     this.url = url;
     this.#base = base;
     this.method = method;

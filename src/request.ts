@@ -47,12 +47,11 @@ export interface Exchange<R> {
    */
   readonly tokenSignal?: boolean;
   /**
-   * `true`: the transport holds the process open while an attempt is under
-   * way (an undici dispatch: its socket, connect or DNS lookup), so the
-   * attempt's deadline timer need not (src/internal/deadlines.ts,
-   * `startWeakDeadline`). @default false
+   * `true`: attempts come and go many at a time beside undici's own timers
+   * (an undici dispatch), and their deadlines go on the steady list
+   * (src/internal/deadlines.ts, `startSteadyDeadline`). @default false
    */
-  readonly heldOpen?: boolean;
+  readonly steadyDeadlines?: boolean;
 }
 
 /** One logical request, as the executor sees it. */

@@ -9,12 +9,15 @@
  * deadline that settles first is unlinked (no timer call); when the timer
  * fires it runs the deadlines that are due and re-arms for the next one. A
  * deadline that would not come last in the list (another duration) gets a
- * `setTimeout` of its own, as before. The timer is cleared when the list
- * empties, so an idle process is not kept alive by it.
+ * `setTimeout` of its own, as before. An idle process is not kept alive by
+ * the timer (by the steady list's, for at most a tick).
  *
- * Two such lists: one whose timers hold the process open while a deadline
- * is pending ({@link startDeadline}), and one whose timers do not, for
- * attempts whose transport holds it open itself ({@link startWeakDeadline}).
+ * Two such lists. One clears its timer as soon as no deadline is left
+ * ({@link startDeadline}). The steady one ({@link startSteadyDeadline}), for
+ * the attempts of the undici adapters, re-arms its timer at least every
+ * {@link STEADY_TICK_MS} while deadlines are pending and lets it go at the
+ * first tick that finds none: a busy process keeps one ref'd timer all along
+ * instead of making and clearing one each time the list empties and fills.
  */
 import { type Clock, noop, startTimer, systemClock } from './clock.js';
 
@@ -52,12 +55,6 @@ const now: () => number =
       ? () => performance.now()
       : Date.now;
 
-/** A timer that does not hold the process open (where the runtime's timers can say so). */
-function unrefTimer(timer: ReturnType<typeof setTimeout>): void {
-  const t = timer as { unref?: () => void };
-  if (typeof t.unref === 'function') t.unref();
-}
-
 /** The deadlines of one kind, in the order they are due, under one timer. */
 /**
  * The deadlines of one kind, in the order they are due, under one timer: a
@@ -71,8 +68,11 @@ class List {
   timer: ReturnType<typeof setTimeout> | undefined;
   /** `now()` when the armed timer fires. */
   due = 0;
-  /** Its timers do not hold the process open (see {@link startWeakDeadline}). */
-  readonly weak: boolean;
+  /**
+   * The longest the timer is armed for: `Infinity` (it waits for the first
+   * deadline), or {@link STEADY_TICK_MS} for the steady list.
+   */
+  readonly tick: number;
   /** Runs the deadlines that are due (within a millisecond, as timers round), then re-arms. */
   readonly onTimer = (): void => {
     this.timer = undefined;
@@ -90,14 +90,14 @@ class List {
       const head = root.next!;
       if (head !== root) {
         const t1 = now();
-        const ms = Math.max(1, Math.min(Math.ceil(head.at - t1), head.ms));
+        const ms = Math.max(1, Math.min(Math.ceil(head.at - t1), head.ms, this.tick));
         this.armFor(t1 + ms, ms);
       }
     }
   };
 
-  constructor(weak: boolean) {
-    this.weak = weak;
+  constructor(tick: number) {
+    this.tick = tick;
     const root = new Entry(this, Number.NEGATIVE_INFINITY, 0, noop);
     root.prev = root.next = root;
     this.root = root;
@@ -111,14 +111,12 @@ class List {
   }
 
   arm(fire: () => void, ms: number): ReturnType<typeof setTimeout> {
-    const timer = setTimeout(fire, ms);
-    if (this.weak) unrefTimer(timer);
-    return timer;
+    return setTimeout(fire, ms);
   }
 
   /**
-   * Takes `e` out. The timer stays armed: a weak list's holds nothing, and
-   * it fires once more on an empty list; so a busy process does not clear
+   * Takes `e` out. The timer stays armed: the steady list's fires within a
+   * tick and, finding the list empty, goes; so a busy process does not clear
    * and arm a timer each time its last pending attempt answers.
    */
   unlink(e: Entry): void {
@@ -146,8 +144,11 @@ class List {
     e.next = root;
     tail.next = e;
     root.prev = e;
-    // A weak list's timer may still be armed for a longer deadline that has gone.
-    if (this.timer === undefined || e.at < this.due) this.armFor(e.at, ms);
+    // The steady list's timer may still be armed for a longer deadline that has gone.
+    if (this.timer === undefined || e.at < this.due) {
+      const wait = Math.min(ms, this.tick);
+      this.armFor(e.at - ms + wait, wait);
+    }
     return e;
   }
 }
@@ -155,7 +156,7 @@ class List {
 /** A list whose timer holds the process open: cleared once no deadline is left, so an idle process is not. */
 class StrongList extends List {
   constructor() {
-    super(false);
+    super(Number.POSITIVE_INFINITY);
   }
 
   override unlink(e: Entry): void {
@@ -197,8 +198,14 @@ class Entry implements Deadline {
   }
 }
 
+/**
+ * How often the steady list's timer fires while deadlines are pending, ms:
+ * also the longest it holds an idle process open after the last one settled.
+ */
+export const STEADY_TICK_MS = 100;
+
 const strong = new StrongList();
-const weak = new List(true);
+const steady = new List(STEADY_TICK_MS);
 
 /**
  * Runs `onFire` after `ms` on `clock` unless the returned deadline is
@@ -212,31 +219,42 @@ export function startDeadline(clock: Clock, ms: number, onFire: () => void): Dea
 }
 
 /**
- * {@link startDeadline} for an attempt whose transport holds the process
- * open while it is under way (an undici dispatch: its socket, its connect,
- * its DNS lookup; undici's own `headersTimeout` and `bodyTimeout` timers do
- * not hold it either). Its timers are unref'd: a ref'd timer that comes and
- * goes beside undici's unref'd ones moves Node's count of ref'd timers
- * between 0 and 1 at random, and each undici timer built while it is 0 takes
- * a path that Node's optimised `Timeout` constructor had not seen, which
- * de-optimises it for every timer of the process (bench/instructions.mjs:
- * about 1,000 instructions a request on Node 24).
+ * {@link startDeadline} on the steady list, for attempts that come and go
+ * many at a time beside undici's own timers (the undici adapters'). Its
+ * timer holds the process open while a deadline is pending, as
+ * `startDeadline`'s does, and for at most {@link STEADY_TICK_MS} after.
+ *
+ * Why: undici arms an unref'd keep-alive `Timeout` for every response, built
+ * ref'd first. A ref'd deadline timer cleared whenever the list emptied
+ * moved Node's count of ref'd timers between 0 and 1 at random, and each of
+ * undici's timers built while it was 0 took a path (`incRefCount`'s call to
+ * the timer binding) that Node's optimised `Timeout` constructor had not
+ * seen: it de-optimised, for every timer of the process, and on Node 24 ran
+ * on V8's mid tier for the rest of a run (bench/instructions.mjs: about
+ * 1,000 instructions a request of `createAgent`'s). With the count held at
+ * 1 all along, undici's timers never take that path, nor, on Node 22, the
+ * two binding calls a ref'd-then-unref'd timer costs when the count is 0.
  */
-export function startWeakDeadline(clock: Clock, ms: number, onFire: DeadlineCallback): Deadline {
+export function startSteadyDeadline(clock: Clock, ms: number, onFire: DeadlineCallback): Deadline {
   if (clock !== systemClock) return { cancel: startTimer(clock, ms, () => call(onFire)) };
-  return weak.start(ms, onFire);
+  return steady.start(ms, onFire);
 }
 
-/** Marks a fetch function whose transport holds the process open while a request is under way. */
-const HELD_OPEN: unique symbol = Symbol('staunch.heldOpen');
+/** Marks a fetch function whose attempts' deadlines go on the steady list. */
+const STEADY_DEADLINES: unique symbol = Symbol('staunch.steadyDeadlines');
 
-/** Marks `fetch` (staunch/undici's own transport) as holding the process open: see {@link heldOpen}. */
-export function markHeldOpen<F extends object>(fetch: F): F {
-  Object.defineProperty(fetch, HELD_OPEN, { value: true });
+/** Marks `fetch` (staunch/undici's own transport): its attempts' deadlines go on the steady list. */
+export function markSteadyDeadlines<F extends object>(fetch: F): F {
+  Object.defineProperty(fetch, STEADY_DEADLINES, { value: true });
   return fetch;
 }
 
-/** Whether `fetch` was marked by {@link markHeldOpen}: its attempts may use {@link startWeakDeadline}. */
-export function heldOpen(fetch: object): boolean {
-  return (fetch as { [HELD_OPEN]?: true })[HELD_OPEN] === true;
+/** Whether `fetch` was marked by {@link markSteadyDeadlines}: its attempts use {@link startSteadyDeadline}. */
+export function steadyDeadlines(fetch: object): boolean {
+  return (fetch as { [STEADY_DEADLINES]?: true })[STEADY_DEADLINES] === true;
+}
+
+/** @internal Whether the steady list's timer is armed (tests count ref'd timers around it). */
+export function steadyArmed(): boolean {
+  return steady.timer !== undefined;
 }

@@ -77,7 +77,7 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   /** `Attempt.send` only listens to its signal: a token does (token.ts). */
   readonly tokenSignal = true;
   /** An undici dispatch holds the process open while it is under way. */
-  readonly heldOpen = true;
+  readonly steadyDeadlines = true;
   /**
    * Retries dispatch straight to undici 7's legacy handler API (attempt.ts,
    * `CoreHandler`): unmarked attempts, whose `dispatch` is staunch's own

@@ -13,7 +13,7 @@
  */
 import { Agent, type Dispatcher } from 'undici';
 import { createFetch as coreCreateFetch, type StaunchFetch } from '../fetch.js';
-import { markHeldOpen } from '../internal/deadlines.js';
+import { markSteadyDeadlines } from '../internal/deadlines.js';
 import { checkNumber } from '../internal/validate.js';
 import { agentOptions } from './agent.js';
 import { surface } from './call.js';
@@ -73,7 +73,7 @@ export function createFetch(options: UndiciFetchOptions = {}): UndiciStaunchFetc
     ...(rest as ClientOptions),
     on,
     // An undici dispatch holds the process open: its attempts' deadlines need not.
-    fetch: markHeldOpen(
+    fetch: markSteadyDeadlines(
       followRedirects(dispatchFetch(dispatcher), max, resolved.ssrf !== undefined),
     ),
   });

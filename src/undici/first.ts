@@ -22,7 +22,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { FirstSink, FirstTicket, Outcome } from '../executor.js';
 import { noop } from '../internal/clock.js';
-import { type Deadline, startWeakDeadline } from '../internal/deadlines.js';
+import { type Deadline, startSteadyDeadline } from '../internal/deadlines.js';
 import { AbortToken } from '../internal/token.js';
 import {
   Attempt,
@@ -123,7 +123,7 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt> {
     const { limit } = ticket;
     if (Number.isFinite(limit)) {
       // undici's dispatch holds the process open until it settles, as its own timeouts assume.
-      this.#deadline = startWeakDeadline(this.client.executor.clock, limit, this);
+      this.#deadline = startSteadyDeadline(this.client.executor.clock, limit, this);
     }
     try {
       dispatch(call.options, this as unknown as Handler);

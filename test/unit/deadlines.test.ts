@@ -1,7 +1,11 @@
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { systemClock } from '../../src/internal/clock.js';
-import { startDeadline, startWeakDeadline } from '../../src/internal/deadlines.js';
+import {
+  STEADY_TICK_MS,
+  startDeadline,
+  startSteadyDeadline,
+} from '../../src/internal/deadlines.js';
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -75,7 +79,7 @@ describe('startDeadline on the system clock (one timer for deadlines of one dura
 
   it.each([
     ['startDeadline', startDeadline],
-    ['startWeakDeadline', startWeakDeadline],
+    ['startSteadyDeadline', startSteadyDeadline],
   ])(
     '%s: any mix of durations, starts and cancellations: each fires once, at its time, unless cancelled',
     (_name, start) => {
@@ -84,7 +88,7 @@ describe('startDeadline on the system clock (one timer for deadlines of one dura
           fc.array(
             fc.record({
               wait: fc.integer({ min: 0, max: 50 }),
-              ms: fc.constantFrom(10, 40, 100),
+              ms: fc.constantFrom(10, 40, 100, 250),
               cancelAfter: fc.option(fc.integer({ min: 0, max: 150 }), { nil: undefined }),
             }),
             { maxLength: 20 },
@@ -142,17 +146,17 @@ function refedTimers(): number {
   return process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
 }
 
-describe('startWeakDeadline: the same list, on timers that do not hold the process open', () => {
+describe("startSteadyDeadline: one ref'd timer while deadlines come and go, gone a tick after the last", () => {
   it('fires each deadline at its own time, in order, under one timer', () => {
     const fired: [string, number][] = [];
     const t0 = performance.now();
     const at = (name: string) => () => fired.push([name, performance.now() - t0]);
-    startWeakDeadline(systemClock, 100, at('a'));
+    startSteadyDeadline(systemClock, 100, at('a'));
     vi.advanceTimersByTime(30);
-    startWeakDeadline(systemClock, 100, at('b'));
+    startSteadyDeadline(systemClock, 100, at('b'));
     // Shorter than the last: its own timer.
-    startWeakDeadline(systemClock, 10, at('c'));
-    const cancelled = startWeakDeadline(systemClock, 100, at('never'));
+    startSteadyDeadline(systemClock, 10, at('c'));
+    const cancelled = startSteadyDeadline(systemClock, 100, at('never'));
     expect(vi.getTimerCount()).toBe(2);
     cancelled.cancel();
     vi.advanceTimersByTime(200);
@@ -164,30 +168,29 @@ describe('startWeakDeadline: the same list, on timers that do not hold the proce
     expect(vi.getTimerCount()).toBe(0);
   });
 
-  it('its timer outlives the last cancel, then fires once on the empty list and is gone', () => {
+  it('its timer outlives the last cancel and a refill, ticks while one is pending, and goes a tick after the last', () => {
     const fire = vi.fn();
-    const a = startWeakDeadline(systemClock, 100, fire);
+    const a = startSteadyDeadline(systemClock, 1000, fire);
     vi.advanceTimersByTime(40);
     a.cancel();
-    // Left armed: nothing to clear and arm again when the next attempt comes.
+    // Left armed: nothing to clear and make again when the next attempt comes.
     expect(vi.getTimerCount()).toBe(1);
-    const b = startWeakDeadline(systemClock, 100, fire);
+    const b = startSteadyDeadline(systemClock, 1000, fire);
     expect(vi.getTimerCount()).toBe(1);
-    vi.advanceTimersByTime(60);
-    // The timer fired at a's time, found b not yet due, and re-armed for it.
-    expect(fire).not.toHaveBeenCalled();
+    // Ticks while b is pending: still one timer.
+    vi.advanceTimersByTime(5 * STEADY_TICK_MS);
     expect(vi.getTimerCount()).toBe(1);
     b.cancel();
-    vi.advanceTimersByTime(500);
-    expect(fire).not.toHaveBeenCalled();
+    vi.advanceTimersByTime(STEADY_TICK_MS);
     expect(vi.getTimerCount()).toBe(0);
+    expect(fire).not.toHaveBeenCalled();
   });
 
   it("an object's onDeadline in place of a function: on the list, on a timer of its own, on another clock", () => {
     const fired: string[] = [];
     const target = (name: string) => ({ onDeadline: () => fired.push(name) });
-    startWeakDeadline(systemClock, 100, target('listed'));
-    startWeakDeadline(systemClock, 10, target('own'));
+    startSteadyDeadline(systemClock, 100, target('listed'));
+    startSteadyDeadline(systemClock, 10, target('own'));
     let onFire: (() => void) | undefined;
     const clock = {
       now: () => 0,
@@ -197,7 +200,7 @@ describe('startWeakDeadline: the same list, on timers that do not hold the proce
         return () => {};
       },
     };
-    startWeakDeadline(clock, 5, target('other clock'));
+    startSteadyDeadline(clock, 5, target('other clock'));
     onFire?.();
     vi.advanceTimersByTime(100);
     expect(fired).toEqual(['other clock', 'own', 'listed']);
@@ -206,25 +209,26 @@ describe('startWeakDeadline: the same list, on timers that do not hold the proce
   it('the two lists are apart: each fires its own, and a cancel in one leaves the other armed', () => {
     const fired: string[] = [];
     const strong = startDeadline(systemClock, 50, () => fired.push('strong'));
-    startWeakDeadline(systemClock, 50, () => fired.push('weak'));
+    startSteadyDeadline(systemClock, 50, () => fired.push('weak'));
     strong.cancel();
     expect(vi.getTimerCount()).toBe(1);
     vi.advanceTimersByTime(50);
     expect(fired).toEqual(['weak']);
   });
 
-  it("holds the process open no more than undici's own timers; startDeadline does", () => {
+  it('holds the process open while a deadline is pending, as startDeadline does', () => {
     vi.useRealTimers();
     const before = refedTimers();
     const fire = vi.fn();
-    const weak = [startWeakDeadline(systemClock, 60_000, fire)];
-    // A shorter one behind it gets a timer of its own: not held open either.
-    weak.push(startWeakDeadline(systemClock, 30_000, fire));
-    expect(refedTimers()).toBe(before);
-    const strong = startDeadline(systemClock, 60_000, fire);
+    const steady = startSteadyDeadline(systemClock, 60_000, fire);
     expect(refedTimers()).toBe(before + 1);
-    for (const d of [...weak, strong]) d.cancel();
-    expect(refedTimers()).toBe(before);
+    // A shorter one behind it gets a timer of its own, which holds it too.
+    const shorter = startSteadyDeadline(systemClock, 30_000, fire);
+    expect(refedTimers()).toBe(before + 2);
+    shorter.cancel();
+    steady.cancel();
+    // The list's timer stays until its next tick (at most STEADY_TICK_MS).
+    expect(refedTimers()).toBe(before + 1);
     expect(fire).not.toHaveBeenCalled();
   });
 });
