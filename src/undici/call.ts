@@ -76,7 +76,7 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   readonly resendable: (unsent: boolean) => boolean;
   /** `Attempt.send` only listens to its signal: a token does (token.ts). */
   readonly tokenSignal = true;
-  /** An undici dispatch holds the process open while it is under way. */
+  /** Attempts come and go beside undici's own timers: their deadlines go on the steady list. */
   readonly steadyDeadlines = true;
   /**
    * Retries dispatch straight to undici 7's legacy handler API (attempt.ts,

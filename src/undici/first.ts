@@ -122,7 +122,7 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt> {
     this.ticket = ticket;
     const { limit } = ticket;
     if (Number.isFinite(limit)) {
-      // undici's dispatch holds the process open until it settles, as its own timeouts assume.
+      // On the steady list: one timer while attempts come and go beside undici's (deadlines.ts).
       this.#deadline = startSteadyDeadline(this.client.executor.clock, limit, this);
     }
     try {
