@@ -122,7 +122,7 @@ export function createFetch(options: StaunchOptions = {}): StaunchFetch {
 
 interface FetchRuntime extends Runtime {
   readonly transport: FetchLike;
-  /** The transport holds the process open while a request is under way (staunch/undici's). */
+  /** The transport is staunch/undici's: its attempts' deadlines go on the steady list. */
   readonly steadyDeadlines: boolean;
   readonly resume: ResolvedResumeOptions | undefined;
   /** A fresh idempotency key (`idempotency.auto`). */
@@ -240,7 +240,6 @@ class FetchCall implements LogicalRequest, Exchange<Response> {
   readonly #body: AttemptBody;
   /** The bytes a FormData body was encoded to, for `replay`. */
   replayBody: unknown;
-  readonly steadyDeadlines: boolean;
 
   constructor(
     client: FetchRuntime,
@@ -253,7 +252,6 @@ class FetchCall implements LogicalRequest, Exchange<Response> {
     body: AttemptBody,
   ) {
     this.#client = client;
-    this.steadyDeadlines = client.steadyDeadlines;
     this.url = url;
     this.#base = base;
     this.method = method;
@@ -263,6 +261,10 @@ class FetchCall implements LogicalRequest, Exchange<Response> {
     this.signal = base.signal ?? undefined;
     this.body = typeof base.body === 'string' ? base.body : undefined;
     this.#body = body;
+  }
+
+  get steadyDeadlines(): boolean {
+    return this.#client.steadyDeadlines;
   }
 
   secrets(): readonly string[] {

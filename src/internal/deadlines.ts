@@ -55,7 +55,6 @@ const now: () => number =
       ? () => performance.now()
       : Date.now;
 
-/** The deadlines of one kind, in the order they are due, under one timer. */
 /**
  * The deadlines of one kind, in the order they are due, under one timer: a
  * ring through a sentinel entry, so that linking and unlinking take no
@@ -106,12 +105,8 @@ class List {
   /** Arms the list's timer for `at`, `ms` from now (in place of one armed for later, if any). */
   armFor(at: number, ms: number): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = this.arm(this.onTimer, ms);
+    this.timer = setTimeout(this.onTimer, ms);
     this.due = at;
-  }
-
-  arm(fire: () => void, ms: number): ReturnType<typeof setTimeout> {
-    return setTimeout(fire, ms);
   }
 
   /**
@@ -133,7 +128,7 @@ class List {
     const root = this.root;
     const tail = root.prev!;
     if (e.at < tail.at) {
-      e.own = this.arm(() => {
+      e.own = setTimeout(() => {
         e.own = undefined;
         call(onFire);
       }, ms);

@@ -17,6 +17,7 @@
  * once; other processes' verdicts are seen at the next poll.
  */
 import { type Clock, noop, startTimer } from '../internal/clock.js';
+import { LastMap } from '../internal/last-map.js';
 import { linkSignal } from '../internal/signals.js';
 import { METER_BUCKET_MS } from './rate-meter.js';
 import { isPromiseLike } from './store-call.js';
@@ -70,10 +71,7 @@ export class BreakerWaitingRoom {
   readonly lease: number;
   readonly #peek: Peek;
   readonly #rooms = new Map<string, Room>();
-  readonly #meters = new Map<string, Meter>();
-  /** The meter {@link admitted} counted last, and its key. */
-  #lastKey: string | undefined;
-  #lastMeter: Meter | undefined;
+  readonly #meters = new LastMap<string, Meter>();
 
   constructor(clock: Clock, probeInterval: number, peek: Peek) {
     this.#clock = clock;
@@ -86,19 +84,11 @@ export class BreakerWaitingRoom {
   /** Counts an admission of `key` (the closed circuit's hot path: one map lookup). */
   admitted(key: string, now: number): void {
     const second = Math.floor(now / 1000);
-    // The key counted last needs no lookup (a client of one origin: the same string object).
-    const m = key === this.#lastKey ? this.#lastMeter : this.#meters.get(key);
+    const m = this.#meters.get(key);
     if (m === undefined) {
       if (this.#meters.size >= SWEEP_AT) this.#sweep(second);
-      const created: Meter = [second, 1, 0];
-      this.#meters.set(key, created);
-      this.#lastKey = key;
-      this.#lastMeter = created;
-      return;
-    }
-    this.#lastKey = key;
-    this.#lastMeter = m;
-    if (m[0] === second) m[1]++;
+      this.#meters.set(key, [second, 1, 0]);
+    } else if (m[0] === second) m[1]++;
     else {
       m[2] = m[0] === second - 1 ? m[1] : 0;
       m[0] = second;
@@ -122,7 +112,6 @@ export class BreakerWaitingRoom {
     for (const [key, m] of this.#meters) {
       if (m[0] < second - 60 && !this.#rooms.has(key)) this.#meters.delete(key);
     }
-    this.#lastKey = this.#lastMeter = undefined;
   }
 
   wait(key: string, maxWait: number, signal?: AbortSignal): Promise<boolean> {

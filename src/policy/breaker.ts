@@ -5,6 +5,7 @@
  * a store shares one circuit per key.
  */
 import type { Clock } from '../internal/clock.js';
+import { LastMap } from '../internal/last-map.js';
 import {
   checkObject,
   describe as describeValue,
@@ -223,18 +224,12 @@ export class CircuitBreaker {
   readonly #refusing = new Set<string>();
   readonly #rooms: BreakerWaitingRoom;
   /** Closed-state successes counted here and not yet reported, per key: one bucket's worth. */
-  readonly #successes = new Map<string, { gen: number; start: number; count: number }>();
-  /** The entry of {@link #successes} set last, and its key (no lookup for a client's one origin). */
-  #lastSuccessKey: string | undefined;
-  #lastSuccesses: { gen: number; start: number; count: number } | undefined;
+  readonly #successes = new LastMap<string, { gen: number; start: number; count: number }>();
   #closedAdmission: { readonly ok: true; readonly ticket: BreakerTicket } | undefined;
   /** The memory store's shortcut for a closed circuit's admission, when the store is one. */
   readonly #touch: Touchable[typeof TOUCH] | undefined;
   /** Per key, the closed state last admitted on and the admission's result (memory store only). */
-  readonly #closed = new Map<string, { state: Json | undefined; result: BreakerAdmitResult }>();
-  /** The entry of {@link #closed} set last, and its key (no map lookup for a client's one origin). */
-  #lastClosedKey: string | undefined;
-  #lastClosed: { state: Json | undefined; result: BreakerAdmitResult } | undefined;
+  readonly #closed = new LastMap<string, { state: Json | undefined; result: BreakerAdmitResult }>();
   #lastArgs: BreakerAdmitArgs | undefined;
   #lastKey: string | undefined;
   #lastStoreKey = '';
@@ -342,9 +337,8 @@ export class CircuitBreaker {
     const touch = this.#touch;
     if (touch !== undefined) {
       // The memory store, a circuit closed when last looked at and untouched since: the
-      // admission would read it and write it back as it is, so it only extends its life. The
-      // key remembered last needs no lookup (a client of one origin: the same string object).
-      const seen = key === this.#lastClosedKey ? this.#lastClosed : this.#closed.get(key);
+      // admission would read it and write it back as it is, so it only extends its life.
+      const seen = this.#closed.get(key);
       if (seen !== undefined && touch(storeKey, seen.state, now, this.#cfg.window)) {
         return this.#admitted(key, seen.result, now);
       }
@@ -371,10 +365,7 @@ export class CircuitBreaker {
   #remember(key: string, storeKey: string, result: BreakerAdmitResult, now: number): void {
     const closed = this.#closed;
     if (!closed.has(key) && closed.size >= 1024) closed.clear();
-    const seen = { state: (this.#store as MemoryStore).peek(storeKey, now), result };
-    closed.set(key, seen);
-    this.#lastClosedKey = key;
-    this.#lastClosed = seen;
+    closed.set(key, { state: (this.#store as MemoryStore).peek(storeKey, now), result });
   }
 
   /** Keeps this process's view of the key current, then says what the admission was. */
@@ -436,7 +427,7 @@ export class CircuitBreaker {
       if (outcome === 'neutral' || outcome === 'cancelled') return;
       // A closed-state success is counted here and reported with the next failure, or
       // once its bucket is over: one store call per bucket, not one per request.
-      const pending = key === this.#lastSuccessKey ? this.#lastSuccesses : this.#successes.get(key);
+      const pending = this.#successes.get(key);
       if (outcome === 'success') {
         this.#rooms.succeeded(key);
         const width = Math.max(1, Math.floor(this.#cfg.window / BREAKER_BUCKETS));
@@ -445,10 +436,7 @@ export class CircuitBreaker {
           pending.count++;
           return;
         }
-        const next = { gen: ticket.gen, start, count: 1 };
-        this.#successes.set(key, next);
-        this.#lastSuccessKey = key;
-        this.#lastSuccesses = next;
+        this.#successes.set(key, { gen: ticket.gen, start, count: 1 });
         if (pending === undefined) return;
         return this.#record(
           key,
@@ -466,7 +454,6 @@ export class CircuitBreaker {
       // before the circuit last closed) does not count, and leaves the batch for later.
       if (pending !== undefined && pending.gen === ticket.gen) {
         this.#successes.delete(key);
-        if (key === this.#lastSuccessKey) this.#lastSuccessKey = this.#lastSuccesses = undefined;
         successes = [pending.start, pending.count];
       }
     }

@@ -5,6 +5,7 @@
  * @see https://finagle.github.io/blog/2016/02/08/retry-budgets/ (the same idea)
  */
 import { type Clock, noop } from '../internal/clock.js';
+import { LastMap } from '../internal/last-map.js';
 import { checkObject, nonNegativeFinite, readNumber } from '../internal/validate.js';
 import type { Json, StateStore, StoreOperation, StoreUpdate } from '../store/store.js';
 import { runOp, runOpMaybe } from './store-call.js';
@@ -158,10 +159,7 @@ export class RetryBudget {
   readonly #store: StateStore;
   readonly #clock: Clock;
   /** First attempts counted here and not yet credited in the store, per key. */
-  readonly #pending = new Map<string, { count: number; since: number }>();
-  /** The entry of {@link #pending} deposited to last, and its key. */
-  #lastKey: string | undefined;
-  #lastPending: { count: number; since: number } | undefined;
+  readonly #pending = new LastMap<string, { count: number; since: number }>();
 
   constructor(options: ResolvedBudgetOptions, store: StateStore, clock: Clock) {
     this.#args = Object.freeze({
@@ -180,26 +178,19 @@ export class RetryBudget {
    * request.
    */
   deposit(key: string, now: number = this.#clock.now()): void | Promise<void> {
-    // The key of the last deposit needs no lookup (a client of one origin: the same string).
-    let pending = key === this.#lastKey ? this.#lastPending : this.#pending.get(key);
+    const pending = this.#pending.get(key);
     if (pending === undefined) {
       if (this.#pending.size >= 1024) this.#flushAll(now);
-      pending = { count: 1, since: now };
-      this.#pending.set(key, pending);
-      this.#lastKey = key;
-      this.#lastPending = pending;
+      this.#pending.set(key, { count: 1, since: now });
       return;
     }
-    this.#lastKey = key;
-    this.#lastPending = pending;
     if (now - pending.since < DEPOSIT_BATCH_MS) {
       pending.count++;
       return;
     }
     // The batch is a second old: credit it (as of its first deposit), start the next.
+    this.#pending.set(key, { count: 1, since: now });
     const args = { ...this.#args, count: pending.count, age: now - pending.since };
-    pending.count = 1;
-    pending.since = now;
     return runOpMaybe(this.#store, BUDGET_KEY_PREFIX + key, budgetDeposit, args, now, noop);
   }
 
@@ -219,7 +210,6 @@ export class RetryBudget {
   tryWithdraw(key: string): Promise<boolean> {
     const pending = this.#pending.get(key);
     if (pending !== undefined) this.#pending.delete(key);
-    if (key === this.#lastKey) this.#lastKey = this.#lastPending = undefined;
     const now = this.#clock.now();
     const args =
       pending === undefined
@@ -236,7 +226,6 @@ export class RetryBudget {
       runOp(this.#store, BUDGET_KEY_PREFIX + key, budgetDeposit, args, now, noop).catch(noop);
     }
     this.#pending.clear();
-    this.#lastKey = this.#lastPending = undefined;
   }
 }
 

@@ -291,17 +291,6 @@ export interface AttemptOutcome {
  * Tells the breaker and the rate limiter how an attempt went. Never blocks,
  * never throws. `now`: the clock time it ended, read once for both.
  */
-/**
- * The hint of a response below 400 that said nothing of pacing: one object,
- * its `sentAt` set for each call (the limiter reads a hint and keeps none of
- * it; only a 429's is added to, below).
- */
-const SENT_ONLY: { sentAt: number } = { sentAt: 0 };
-function sentOnly(sentAt: number): RateLimitHint {
-  SENT_ONLY.sentAt = sentAt;
-  return SENT_ONLY;
-}
-
 export function feedback(
   policies: Policies,
   key: string,
@@ -324,11 +313,7 @@ export function feedback(
   if (limiter !== undefined && status !== undefined) {
     try {
       const hint: RateLimitHint =
-        pacing === undefined
-          ? status < 400
-            ? sentOnly(sentAt)
-            : { sentAt }
-          : pacingHint(status, pacing, sentAt);
+        pacing === undefined ? { sentAt } : pacingHint(status, pacing, sentAt);
       // A 429 in the release of a backlog: the limiter's meters were silenced by the outage.
       if (status === 429 && breaker?.releasing(key) === true) hint.released = true;
       const pending = limiter.onResponse(key, status, hint, now);

@@ -30,6 +30,8 @@ export {
   resolveRateLimitOptions,
 } from './rate-options.js';
 
+import { LastMap } from '../internal/last-map.js';
+
 /** What a response said about pacing. Times in ms. */
 export interface RateLimitHint {
   /**
@@ -153,10 +155,7 @@ export class RateLimiter {
   readonly #cfg: RateConfig;
   readonly #store: StateStore;
   readonly #clock: Clock;
-  readonly #keys = new Map<string, Local>();
-  /** The key {@link #local} last looked up, and its state (until a sweep). */
-  #lastKey: string | undefined;
-  #lastLocal: Local | undefined;
+  readonly #keys = new LastMap<string, Local>();
   #calls = 0;
 
   constructor(options: ResolvedRateLimitOptions, store: StateStore, clock: Clock) {
@@ -496,9 +495,6 @@ export class RateLimiter {
   }
 
   #local(key: string, now?: number): Local {
-    // The key of the last call: most clients call one origin, whose key string is the same
-    // object each time (policies.ts, cachedOriginKey), so this is a pointer compare.
-    if (key === this.#lastKey) return this.#lastLocal!;
     let local = this.#keys.get(key);
     if (local === undefined) {
       if (++this.#calls >= 1024 && this.#calls >= this.#keys.size) this.#sweep();
@@ -525,8 +521,6 @@ export class RateLimiter {
       };
       this.#keys.set(key, local);
     }
-    this.#lastKey = key;
-    this.#lastLocal = local;
     return local;
   }
 
@@ -537,8 +531,6 @@ export class RateLimiter {
       if (!local.active && local.queue.length === local.head && local.lastUse < before)
         this.#keys.delete(key);
     }
-    this.#lastKey = undefined;
-    this.#lastLocal = undefined;
     this.#calls = 0;
   }
 }

@@ -72,7 +72,7 @@ export function createFetch(options: UndiciFetchOptions = {}): UndiciStaunchFetc
   const core = coreCreateFetch({
     ...(rest as ClientOptions),
     on,
-    // An undici dispatch holds the process open: its attempts' deadlines need not.
+    // Its attempts come and go beside undici's own timers: their deadlines go on the steady list.
     fetch: markSteadyDeadlines(
       followRedirects(dispatchFetch(dispatcher), max, resolved.ssrf !== undefined),
     ),
