@@ -68,6 +68,27 @@ describe('createAgent is a Dispatcher', () => {
     expect(server.received).toHaveLength(2);
   });
 
+  it('takes frozen options and every spelling of an origin, pooled as a bare Agent pools them', async () => {
+    const server = await serve((_req, res) => res.end('ok'));
+    const spellings = [server.url, `${server.url}/`, new URL(server.url), server.url];
+    const pools = async (agent: Dispatcher): Promise<string[]> => {
+      const connects: string[] = [];
+      agent.on('connect', (origin) => connects.push(String(origin)));
+      for (const origin of spellings) {
+        const opts = Object.freeze({ origin, path: '/x', method: 'GET' as const });
+        const res = await agent.request(opts);
+        expect(await res.body.text()).toBe('ok');
+        // The caller's options are as they were: frozen, the origin the same value.
+        expect(opts.origin).toBe(origin);
+      }
+      return connects;
+    };
+    const bare = await pools(open.add(new Agent()));
+    const ours = await pools(open.add(createAgent()));
+    expect(ours).toEqual(bare);
+    expect(server.received).toHaveLength(8);
+  });
+
   it('retries a 503 for undici.stream (another legacy caller) and streams the final body', async () => {
     const server = await serve((_req, res, i) => {
       res.writeHead(i === 0 ? 503 : 200);
