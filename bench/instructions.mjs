@@ -48,10 +48,18 @@ Options:
   --jobs <n>          valgrind processes at once          (default 2; counts do not
                       depend on the load, only the wall time does)
   --node <path>       the node binary to run under valgrind (default: this one)
+  --gc <schedule>     predictable (default): --predictable-gc-schedule, whose
+                      young generation is fixed at 4 MB: repeatable, but it
+                      collects about four times as often as a busy process.
+                      steady: a fixed 16 MB young generation (the size a busy
+                      process grows to) and room in the old one; closer to a
+                      process in service, but not repeatable (a full
+                      collection falls in one window or the other: 2–6 % a
+                      request between runs), so give it --repeats.
   --node-flags <list> space-separated flags for it (default: --single-threaded
-                      --predictable-gc-schedule --random-seed=1 --hash-seed=1:
-                      no background compiler or GC threads whose timing moves
-                      the counts, a GC schedule that does not follow the clock)
+                      --random-seed=1 --hash-seed=1 and the flags of --gc: no
+                      background compiler or GC threads whose timing moves the
+                      counts, a GC schedule that does not follow the clock)
   --keep <dir>        keep the callgrind files there (VARIANT.REQUESTS.REPEAT.out),
                       for callgrind_annotate; --dump-instr=yes then, so that
                       bench/callgrind-js.mjs can name the JIT's code
@@ -71,10 +79,8 @@ const { values: opts } = parseArgs({
     repeats: { type: 'string', default: '1' },
     jobs: { type: 'string', default: '2' },
     node: { type: 'string', default: process.execPath },
-    'node-flags': {
-      type: 'string',
-      default: '--single-threaded --predictable-gc-schedule --random-seed=1 --hash-seed=1',
-    },
+    gc: { type: 'string', default: 'predictable' },
+    'node-flags': { type: 'string' },
     keep: { type: 'string' },
     json: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
@@ -84,6 +90,17 @@ if (opts.help) {
   console.log(HELP);
   process.exit(0);
 }
+
+/** The V8 flags of each `--gc` schedule (see the help). */
+const GC_FLAGS = {
+  predictable: '--predictable-gc-schedule',
+  steady:
+    '--min-semi-space-size=16 --max-semi-space-size=16 --no-memory-reducer --initial-old-space-size=1024',
+};
+if (!Object.hasOwn(GC_FLAGS, opts.gc)) {
+  throw new RangeError(`--gc must be predictable or steady, got ${JSON.stringify(opts.gc)}`);
+}
+opts['node-flags'] ??= `--single-threaded --random-seed=1 --hash-seed=1 ${GC_FLAGS[opts.gc]}`;
 
 function positiveInteger(name) {
   const value = Number(opts[name]);
@@ -217,7 +234,15 @@ for (const row of rows) {
 if (opts.json) {
   console.log(
     JSON.stringify(
-      { node: process.versions.node, short, long, warmup, concurrency, rows },
+      {
+        node: process.versions.node,
+        nodeFlags: opts['node-flags'],
+        short,
+        long,
+        warmup,
+        concurrency,
+        rows,
+      },
       null,
       2,
     ),
@@ -228,6 +253,7 @@ if (opts.json) {
     `node ${version}; ${warmup} warm-up + ${short} / ${long} measured requests, ${concurrency} in flight; ` +
       `ratio = ${baseline}'s instructions / the variant's`,
   );
+  console.log(`node flags: ${opts['node-flags']}`);
   console.log(
     '| variant | instructions a request, less compiling | range | ratio | with compiling | ratio |',
   );

@@ -13,7 +13,7 @@
  * runs first; the profile covers it too (count it: requests × 1.1).
  */
 import { startServer } from './child-server.mjs';
-import { setup, teardown } from './undici-variants.mjs';
+import { drive, setup, teardown } from './undici-variants.mjs';
 
 const [variant, requestsArg, concurrencyArg, warmupArg] = process.argv.slice(2);
 if (variant === undefined || variant === '-h' || variant === '--help') {
@@ -35,16 +35,7 @@ for (const [name, value] of [
 const server = await startServer({ name: 'profile-variant', maxSeconds: 900, bodyBytes: 64 });
 const send = await setup(variant, `http://127.0.0.1:${server.port}/bench`);
 
-async function run(n) {
-  let left = n;
-  const worker = async () => {
-    while (left-- > 0) {
-      const status = await send();
-      if (status !== 200) throw new Error(`${variant}: status ${status}`);
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-}
+const run = (n) => drive(send, variant, n, concurrency);
 
 await run(warmup);
 const cpu0 = process.cpuUsage();

@@ -206,6 +206,21 @@ export async function setup(variant, url) {
   };
 }
 
+/**
+ * Sends `n` requests with `send` (from {@link setup}), `concurrency` at a
+ * time; any status but 200 fails the run, naming `variant`.
+ */
+export async function drive(send, variant, n, concurrency) {
+  let left = n;
+  const worker = async () => {
+    while (left-- > 0) {
+      const status = await send();
+      if (status !== 200) throw new Error(`${variant}: status ${status}`);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+}
+
 export function info() {
   let undici;
   try {
