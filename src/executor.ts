@@ -32,6 +32,7 @@ import {
   ignoreRejection,
   OPEN_GATE,
 } from './policy/gate.js';
+import type { LedgerGate } from './policy/ledger.js';
 import type { Policies } from './policy/policies.js';
 import { isPromiseLike } from './policy/store-call.js';
 import type { Exchange, LogicalRequest } from './request.js';
@@ -409,9 +410,16 @@ export class Executor {
       const now = this.#clock.now();
       flight = new Flight(request, exchange, this.#clock, this.#on, policies, now);
       if (policies !== undefined) {
-        if (policies.budget !== undefined) deposit(policies.budget, flight.key, now);
-        gate = admit(flight, policies, now);
-        if (isPromiseLike(gate)) return this.#loop(flight, gate, undefined);
+        // A quiet key: the ledger counts what the policies would only have counted (ledger.ts).
+        const ledgers = policies.ledgers;
+        const quiet = ledgers?.send(flight.key, now);
+        if (quiet !== undefined) gate = quiet;
+        else {
+          if (policies.budget !== undefined) deposit(policies.budget, flight.key, now);
+          gate = admit(flight, policies, now);
+          if (isPromiseLike(gate)) return this.#loop(flight, gate, undefined);
+          ledgers?.arm(flight.key, gate, now);
+        }
       }
       flight.started = this.#begin(flight, gate, now);
     } catch (error) {
@@ -520,8 +528,21 @@ export class Executor {
         });
       }
       const pacing = this.#pacing(headers, status, done, policies?.limiter !== undefined);
-      if (policies !== undefined)
-        feedback(policies, key, gate, { status, pacing, sentAt: started }, done);
+      if (policies !== undefined) {
+        // A success the quiet ledger counts (policy/ledger.ts), or one the policies are told of.
+        const plain =
+          refined === undefined &&
+          (pacing === undefined || (pacing.remaining === undefined && pacing.rate === undefined));
+        if (
+          !(
+            plain &&
+            (gate as Partial<LedgerGate>).ledger !== undefined &&
+            policies.ledgers!.succeeded(gate as LedgerGate, done)
+          )
+        ) {
+          feedback(policies, key, gate, { status, pacing, sentAt: started, plain }, done);
+        }
+      }
       if (refined === undefined) return undefined;
       return {
         verdict: { scope: refined.scope, reason: 'status', stale: false },
@@ -670,12 +691,14 @@ export class Executor {
   async #withdraw(policies: Policies, flight: Flight<unknown>, latest: number): Promise<boolean> {
     const { key, request, attempt } = flight;
     const budget = policies.budget!;
+    policies.ledgers?.settle(key, true);
     if (await budget.tryWithdraw(key).catch(() => true)) return true;
     const step = Math.max(50, budget.refillMs);
     const since = this.#clock.now();
     for (;;) {
       if (this.#clock.now() + step >= latest) return false;
       await this.#sleep(step, request.signal, 'budget', flight, attempt + 1, false);
+      policies.ledgers?.settle(key, true);
       if (policies.breaker?.refusing(key) || (await budget.tryWithdraw(key).catch(() => true))) {
         const listener = this.#on.wait;
         if (listener !== undefined) {

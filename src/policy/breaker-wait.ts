@@ -81,19 +81,27 @@ export class BreakerWaitingRoom {
     this.#peek = peek;
   }
 
-  /** Counts an admission of `key` (the closed circuit's hot path: one map lookup). */
-  admitted(key: string, now: number): void {
+  /**
+   * Counts `count` admissions of `key` within one second, `now` (the closed
+   * circuit's hot path: one map lookup).
+   */
+  admitted(key: string, now: number, count = 1): void {
     const second = Math.floor(now / 1000);
     const m = this.#meters.get(key);
     if (m === undefined) {
       if (this.#meters.size >= SWEEP_AT) this.#sweep(second);
-      this.#meters.set(key, [second, 1, 0]);
-    } else if (m[0] === second) m[1]++;
+      this.#meters.set(key, [second, count, 0]);
+    } else if (m[0] === second) m[1] += count;
     else {
       m[2] = m[0] === second - 1 ? m[1] : 0;
       m[0] = second;
-      m[1] = 1;
+      m[1] = count;
     }
+  }
+
+  /** Whether `key` has a room (requests waiting, or a backlog being released). */
+  holds(key: string): boolean {
+    return this.#rooms.size > 0 && this.#rooms.has(key);
   }
 
   /** This process's recent admissions of `key` per second: the last full second, or the current one if busier. */

@@ -427,29 +427,11 @@ export class CircuitBreaker {
       if (outcome === 'neutral' || outcome === 'cancelled') return;
       // A closed-state success is counted here and reported with the next failure, or
       // once its bucket is over: one store call per bucket, not one per request.
-      const pending = this.#successes.get(key);
       if (outcome === 'success') {
         this.#rooms.succeeded(key);
-        const width = Math.max(1, Math.floor(this.#cfg.window / BREAKER_BUCKETS));
-        const start = now - (now % width);
-        if (pending !== undefined && pending.gen === ticket.gen && pending.start === start) {
-          pending.count++;
-          return;
-        }
-        this.#successes.set(key, { gen: ticket.gen, start, count: 1 });
-        if (pending === undefined) return;
-        return this.#record(
-          key,
-          {
-            cfg: this.#cfg,
-            gen: pending.gen,
-            probe: null,
-            outcome: 'neutral',
-            successes: [pending.start, pending.count],
-          },
-          now,
-        );
+        return this.#succeeded(key, ticket.gen, 1, now);
       }
+      const pending = this.#successes.get(key);
       // A failure of the batch's generation carries it; one of an older generation (admitted
       // before the circuit last closed) does not count, and leaves the batch for later.
       if (pending !== undefined && pending.gen === ticket.gen) {
@@ -473,6 +455,98 @@ export class CircuitBreaker {
       }
     }
     return this.#record(key, args, now);
+  }
+
+  /** Counts `count` closed-state successes of generation `gen` that ended within one bucket, `now`. */
+  #succeeded(key: string, gen: number, count: number, now: number): void | Promise<void> {
+    const pending = this.#successes.get(key);
+    const start = now - (now % this.#bucketWidth());
+    if (pending !== undefined && pending.gen === gen && pending.start === start) {
+      pending.count += count;
+      return;
+    }
+    this.#successes.set(key, { gen, start, count });
+    if (pending === undefined) return;
+    return this.#writeSuccesses(key, pending, now);
+  }
+
+  /** Writes a batch of closed-state successes (as a neutral outcome that carries them). */
+  #writeSuccesses(
+    key: string,
+    batch: { gen: number; start: number; count: number },
+    now: number,
+  ): void | Promise<void> {
+    return this.#record(
+      key,
+      {
+        cfg: this.#cfg,
+        gen: batch.gen,
+        probe: null,
+        outcome: 'neutral',
+        successes: [batch.start, batch.count],
+      },
+      now,
+    );
+  }
+
+  #bucketWidth(): number {
+    return Math.max(1, Math.floor(this.#cfg.window / BREAKER_BUCKETS));
+  }
+
+  /**
+   * @internal Until when `key`'s circuit may admit on `ticket` with no call
+   * here, its admissions and successes counted by the policies' quiet ledger
+   * (ledger.ts) and handed over with {@link quietAdmitted} and
+   * {@link quietSucceeded}: while it is closed on the memory store, as the
+   * quick path of {@link admit} remembers it, with no one waiting on it, and
+   * within the success bucket, the waiting room's second and the state's
+   * life that `now` is in. `-Infinity`: not quiet.
+   *
+   * A batch of successes from an earlier bucket is not quiet: the next
+   * success writes it, as it would have one by one.
+   */
+  quietUntil(key: string, ticket: BreakerTicket | undefined, now: number): number {
+    if (this.#touch === undefined || ticket === undefined || ticket.probe !== null) {
+      return Number.NEGATIVE_INFINITY;
+    }
+    const seen = this.#closed.get(key);
+    if (
+      seen === undefined ||
+      !seen.result.ok ||
+      seen.result.gen !== ticket.gen ||
+      this.refusing(key) ||
+      this.#rooms.holds(key)
+    ) {
+      return Number.NEGATIVE_INFINITY;
+    }
+    const width = this.#bucketWidth();
+    const start = now - (now % width);
+    const pending = this.#successes.get(key);
+    if (pending !== undefined && (pending.start !== start || pending.gen !== ticket.gen)) {
+      return Number.NEGATIVE_INFINITY;
+    }
+    return Math.min(start + width, (Math.floor(now / 1000) + 1) * 1000, now + this.#cfg.window);
+  }
+
+  /**
+   * @internal `count` admissions of `key` that the quiet ledger let through
+   * within one of its periods (see {@link quietUntil}), at `now`: what
+   * {@link admit}'s quick path would have done for each.
+   */
+  quietAdmitted(key: string, count: number, now: number): void {
+    this.#rooms.admitted(key, now, count);
+    const seen = this.#closed.get(key);
+    if (seen !== undefined) this.#touch?.(this.#storeKey(key), seen.state, now, this.#cfg.window);
+  }
+
+  /** @internal `count` closed-state successes on `ticket`, counted by the quiet ledger, at `now`. */
+  quietSucceeded(
+    key: string,
+    ticket: BreakerTicket,
+    count: number,
+    now: number,
+  ): void | Promise<void> {
+    return this.#succeeded(key, ticket.gen, count, now);
   }
 
   #record(key: string, args: BreakerRecordArgs, now: number): void | Promise<void> {

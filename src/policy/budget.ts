@@ -195,6 +195,24 @@ export class RetryBudget {
   }
 
   /**
+   * @internal Until when first attempts of `key` may be credited with no
+   * call here, counted by the policies' quiet ledger (ledger.ts) and handed
+   * over with {@link quietDeposit}: the end of the batch in progress.
+   * `-Infinity`: no batch.
+   */
+  quietUntil(key: string): number {
+    const pending = this.#pending.get(key);
+    return pending === undefined ? Number.NEGATIVE_INFINITY : pending.since + DEPOSIT_BATCH_MS;
+  }
+
+  /** @internal `count` first attempts of one quiet period, at `now`: {@link deposit} for each. */
+  quietDeposit(key: string, count: number, now: number): void | Promise<void> {
+    const written = this.deposit(key, now);
+    this.#pending.get(key)!.count += count - 1;
+    return written;
+  }
+
+  /**
    * How long until the budget may hold another retry when it holds none: the
    * floor's refill time for one retry (ms). `Infinity` with no floor.
    */

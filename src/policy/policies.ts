@@ -6,6 +6,7 @@
  */
 import type { Clock } from '../internal/clock.js';
 import { describe } from '../internal/validate.js';
+import { TOUCH } from '../store/memory.js';
 import type { StateStore } from '../store/store.js';
 import {
   type BreakerOptions,
@@ -19,6 +20,7 @@ import {
   type ConcurrencyOptions,
   resolveConcurrencyOptions,
 } from './concurrency.js';
+import { Ledgers } from './ledger.js';
 import { RateLimiter, type RateLimitOptions, resolveRateLimitOptions } from './rate-limiter.js';
 
 /** What a policy key function sees of a request. */
@@ -82,6 +84,12 @@ export interface Policies {
   readonly limiter: RateLimiter | undefined;
   readonly concurrency: ConcurrencyLimiter | undefined;
   readonly hold: HoldHook | undefined;
+  /**
+   * The quiet ledger (ledger.ts): present when the success path may be
+   * folded (no concurrency limit, no `hold` hook, a breaker only on the
+   * memory store).
+   */
+  readonly ledgers: Ledgers | undefined;
 }
 
 /** Index of the end of the authority of `url` (its first `/`, `?` or `#` after `from`), or its length. */
@@ -206,7 +214,7 @@ export function createPolicies(
   const budget = resolveBudgetOptions(options.budget);
   const rateLimit = resolveRateLimitOptions(options.rateLimit);
   const concurrency = resolveConcurrencyOptions(options.concurrency);
-  return Object.freeze({
+  const policies: { -readonly [K in keyof Policies]: Policies[K] } = {
     key: options.key ?? cachedOriginKey(),
     breaker:
       breaker === false ? undefined : new CircuitBreaker(breaker, store, clock, onStateChange),
@@ -214,5 +222,15 @@ export function createPolicies(
     limiter: rateLimit === false ? undefined : new RateLimiter(rateLimit, store, clock),
     concurrency: concurrency === false ? undefined : new ConcurrencyLimiter(concurrency, clock),
     hold: options.hold,
-  });
+    ledgers: undefined,
+  };
+  // The breaker's quick path, which the ledger extends, is the memory store's only.
+  const foldable =
+    policies.breaker !== undefined
+      ? TOUCH in store
+      : policies.budget !== undefined || policies.limiter !== undefined;
+  if (policies.concurrency === undefined && policies.hold === undefined && foldable) {
+    policies.ledgers = new Ledgers(policies, store);
+  }
+  return Object.freeze(policies);
 }

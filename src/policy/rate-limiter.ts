@@ -8,7 +8,13 @@
 import { type Clock, noop, startTimer } from '../internal/clock.js';
 import { linkSignal } from '../internal/signals.js';
 import type { StateStore } from '../store/store.js';
-import { type Meter, meterCount, meterRate, meterSettled } from './rate-meter.js';
+import {
+  METER_BUCKET_MS,
+  type Meter,
+  meterCountMany,
+  meterRate,
+  meterSettled,
+} from './rate-meter.js';
 import {
   type RateAcquireArgs,
   type RateAcquireResult,
@@ -140,6 +146,19 @@ export const RECENT_MS = 250;
 /** A count `ms` later, decayed with the time constant {@link RECENT_MS}. */
 function decayed(count: number, ms: number): number {
   return ms > 0 ? count * Math.exp(-ms / RECENT_MS) : count;
+}
+
+/**
+ * A decayed `count` as of `since`, valued at `at`: {@link decayed} for a
+ * later `at`; for an earlier one (the quiet ledger's period start, before
+ * the last response it saw), grown back to it, so that decaying it again
+ * gives the same value.
+ */
+function valuedAt(count: number, since: number, at: number): number {
+  const ms = at - since;
+  // Grown back by at most a meter bucket (a period's length); a clock stepped back further is
+  // treated as decayed() treats it.
+  return ms >= 0 || ms <= -METER_BUCKET_MS ? decayed(count, ms) : count * Math.exp(-ms / RECENT_MS);
 }
 
 /**
@@ -284,21 +303,68 @@ export class RateLimiter {
     if (!neutral && local.active) return this.#feedback(key, local, 'success', null, sentAt);
   }
 
-  /** Counts a response for the accepted rate and the recent 429 fraction. */
-  #count(local: Local, refused: boolean, now: number): void {
+  /**
+   * Counts `count` responses at `now` (within one meter bucket) for the
+   * accepted rate and the recent 429 fraction; `refused`: they were 429s.
+   */
+  #count(local: Local, refused: boolean, now: number, count = 1): void {
     if (local.responses === 0) local.firstAt = now;
-    if (local.responses >= 64) {
-      local.responses /= 2;
-      local.refused /= 2;
-      local.halved = true;
+    for (let i = 0; i < count; i++) {
+      if (local.responses >= 64) {
+        local.responses /= 2;
+        local.refused /= 2;
+        local.halved = true;
+      }
+      local.responses++;
+      if (refused) local.refused++;
     }
-    local.responses++;
-    if (refused) local.refused++;
-    else {
-      local.accepted = meterCount(local.accepted, now);
-      local.recentOk = decayed(local.recentOk, now - local.recentOkAt) + 1;
+    if (!refused) {
+      local.accepted = meterCountMany(local.accepted, now, count);
+      local.recentOk = decayed(local.recentOk, now - local.recentOkAt) + count;
       local.recentOkAt = now;
     }
+  }
+
+  /**
+   * @internal Until when `key` passes with no call here, its sends and
+   * successes counted by the policies' quiet ledger (ledger.ts) and handed
+   * over with {@link quietSent} and {@link quietAccepted}: while it is
+   * adaptive and not engaged, within the meter bucket `now` is in.
+   * `-Infinity`: not quiet.
+   */
+  quietUntil(key: string, now: number): number {
+    if (this.#cfg.rps !== null) return Number.NEGATIVE_INFINITY;
+    const local = this.#keys.get(key);
+    if (local === undefined || local.active) return Number.NEGATIVE_INFINITY;
+    return Math.floor(now / METER_BUCKET_MS) * METER_BUCKET_MS + METER_BUCKET_MS;
+  }
+
+  /**
+   * @internal `count` sends of `key` that passed in one quiet period, the
+   * last at `now`. `weight` is their sum for the recent send rate as valued
+   * at time `at`: `Σ exp((tᵢ − at) / RECENT_MS)`, so that they decay exactly
+   * as if counted one by one.
+   */
+  quietSent(key: string, count: number, weight: number, at: number, now: number): void {
+    const local = this.#local(key, now);
+    local.meter = meterCountMany(local.meter, now, count);
+    local.lastUse = now;
+    local.recentSent = valuedAt(local.recentSent, local.recentSentAt, at) + weight;
+    local.recentSentAt = at;
+  }
+
+  /**
+   * @internal `count` responses below 400 without pacing headers, of one
+   * quiet period, the last at `now` (`weight`, `at`: as for
+   * {@link quietSent}): what {@link onResponse} would have learnt from each.
+   */
+  quietAccepted(key: string, count: number, weight: number, at: number, now: number): void {
+    const local = this.#local(key, now);
+    local.stated = null;
+    const { recentOk, recentOkAt } = local;
+    this.#count(local, false, now, count);
+    local.recentOk = valuedAt(recentOk, recentOkAt, at) + weight;
+    local.recentOkAt = at;
   }
 
   #enough(local: Local, now: number): boolean {
@@ -488,7 +554,7 @@ export class RateLimiter {
   }
 
   #sent(local: Local, now: number = this.#clock.now()): void {
-    local.meter = meterCount(local.meter, now);
+    local.meter = meterCountMany(local.meter, now, 1);
     local.lastUse = now;
     local.recentSent = decayed(local.recentSent, now - local.recentSentAt) + 1;
     local.recentSentAt = now;

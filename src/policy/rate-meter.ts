@@ -49,6 +49,13 @@ export function meterCount(m: Meter | undefined, t: number): Meter {
   return meterRecord(m, t);
 }
 
+/** {@link meterCount} for `count` events at time `t`. */
+export function meterCountMany(m: Meter | undefined, t: number, count: number): Meter {
+  const next = meterCount(m, t);
+  next[1] += count - 1;
+  return next;
+}
+
 /**
  * The rate at `now`, in events per second: the average as it would be after
  * closing the bucket in progress, or, within that bucket, at least its count

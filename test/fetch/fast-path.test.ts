@@ -16,6 +16,7 @@ import {
 import { fakeClock, flush, until } from '../helpers/clock.js';
 import { client, settled } from '../helpers/harness.js';
 import { httpServer, type RawServer, rawServer, type TestServer } from '../helpers/server.js';
+import { deferred } from '../helpers/stores.js';
 import { closeAfterEach } from '../helpers/teardown.js';
 
 const cleanup = closeAfterEach();
@@ -189,13 +190,6 @@ describe("the caller's abort during attempt 1", () => {
     );
   });
 });
-
-/** A store that answers every operation a turn later: admission then waits, and the loop runs attempt 1. */
-function deferred(inner: MemoryStore): StateStore {
-  return {
-    run: (key, op, args, now) => Promise.resolve().then(() => inner.run(key, op, args, now)),
-  };
-}
 
 describe('policy state after successes', () => {
   test('the fast path leaves the store as the loop does', async () => {
