@@ -13,8 +13,8 @@
  * spans one of the policies' own boundaries (a breaker bucket, a meter
  * bucket, the budget's batch, the waiting room's second), and the limiter's
  * short-term rates, which decay continuously, get the sum of each event's
- * weight (`exp(t / RECENT_MS)`, valued at the period's start), one
- * `Math.exp` a distinct clock reading rather than one an event. The attempt
+ * weight (`exp(t / RECENT_MS)`, valued at the period's start), read from a
+ * table for the system clock's whole milliseconds. The attempt
  * that arms a period is told to the policies, as the first of a bucket
  * must be (its success writes the last bucket's batch). Any write to the
  * memory store, by this client or another sharing it, voids the period: the
@@ -27,6 +27,7 @@ import type { StateStore } from '../store/store.js';
 import type { BreakerTicket, CircuitBreaker } from './breaker.js';
 import type { RetryBudget } from './budget.js';
 import { type RateLimiter, RECENT_MS } from './rate-limiter.js';
+import { METER_BUCKET_MS } from './rate-meter.js';
 
 /** What the ledger needs of a gate (gate.ts's `Gate`, which it does not import: no cycle). */
 interface Gate {
@@ -40,6 +41,15 @@ interface Counted {
   readonly budget: RetryBudget | undefined;
   readonly limiter: RateLimiter | undefined;
 }
+
+/**
+ * `exp(ms / RECENT_MS)` for every whole millisecond of a period (which ends
+ * with the rate meter's bucket, if not before): the limiter's weight of an
+ * event `ms` after the period started, without a `Math.exp` a request.
+ */
+const WEIGHTS: Float64Array = Float64Array.from({ length: METER_BUCKET_MS + 1 }, (_, ms) =>
+  Math.exp(ms / RECENT_MS),
+);
 
 /** Keys with a ledger before they are all folded and dropped. */
 const MAX_LEDGERS = 1024;
@@ -67,21 +77,16 @@ export class Ledger {
   oks = 0;
   okWeight = 0;
   lastOk = 0;
-  /** The last time weighed, and its weight: a busy key sees the same millisecond many times. */
-  weighedAt: number = Number.NaN;
-  weight = 0;
-
   constructor(key: string) {
     this.key = key;
   }
 
-  /** `exp((now − from) / RECENT_MS)`, at most one `Math.exp` a distinct `now`. */
+  /** `exp((now − from) / RECENT_MS)`: from a table for a whole millisecond (the system clock's). */
   weigh(now: number): number {
-    if (now !== this.weighedAt) {
-      this.weighedAt = now;
-      this.weight = Math.exp((now - this.from) / RECENT_MS);
-    }
-    return this.weight;
+    const ms = now - this.from;
+    return ms >= 0 && ms < WEIGHTS.length && ms === Math.floor(ms)
+      ? WEIGHTS[ms]!
+      : Math.exp(ms / RECENT_MS);
   }
 }
 
@@ -168,7 +173,6 @@ export class Ledgers {
     ledger.from = now;
     ledger.until = until;
     ledger.version = this.#writes.n;
-    ledger.weighedAt = Number.NaN;
     if (ledger.gate === undefined || ledger.gate.ticket !== gate.ticket) {
       ledger.gate = Object.freeze({ release: noop, ticket: gate.ticket, ledger });
     }

@@ -203,49 +203,53 @@ describe('the quiet ledger', () => {
 });
 
 describe('the quiet ledger and the limiter’s short-term rates', () => {
-  test('a period’s sends and successes decay as if counted one by one', async () => {
-    const clock = fakeClock();
-    const key = 'upstream';
-    const resolved = resolveRateLimitOptions('adaptive');
-    if (resolved === false) throw new Error('unreachable');
-    const foldedStore = memoryStore();
-    const askedStore = memoryStore();
-    const folded = new RateLimiter(resolved, foldedStore, clock);
-    const asked = new RateLimiter(resolved, askedStore, clock);
-    const ledgers = new Ledgers(
-      { breaker: undefined, budget: undefined, limiter: folded },
-      foldedStore,
-    );
-    const t0 = clock.now();
-    // Enough responses over enough time for a 429 to engage the key.
-    for (let t = t0; t < t0 + 600; t += 50) {
-      for (const limiter of [folded, asked]) {
-        limiter.pass(key, t);
-        limiter.onResponse(key, 200, { sentAt: t }, t);
+  // Whole milliseconds (the system clock's: a table of weights) and fractions (Math.exp).
+  test.each([3, 3.25])(
+    'a period’s sends and successes decay as if counted one by one, %s ms apart',
+    async (step) => {
+      const clock = fakeClock();
+      const key = 'upstream';
+      const resolved = resolveRateLimitOptions('adaptive');
+      if (resolved === false) throw new Error('unreachable');
+      const foldedStore = memoryStore();
+      const askedStore = memoryStore();
+      const folded = new RateLimiter(resolved, foldedStore, clock);
+      const asked = new RateLimiter(resolved, askedStore, clock);
+      const ledgers = new Ledgers(
+        { breaker: undefined, budget: undefined, limiter: folded },
+        foldedStore,
+      );
+      const t0 = clock.now();
+      // Enough responses over enough time for a 429 to engage the key.
+      for (let t = t0; t < t0 + 600; t += 50) {
+        for (const limiter of [folded, asked]) {
+          limiter.pass(key, t);
+          limiter.onResponse(key, 200, { sentAt: t }, t);
+        }
       }
-    }
-    // A burst within one period: the arming send, then 40 sends and successes over 120 ms.
-    const from = t0 + 1_000;
-    folded.pass(key, from);
-    asked.pass(key, from);
-    ledgers.arm(key, { release: noop, ticket: undefined }, from);
-    for (let i = 1; i <= 40; i++) {
-      const t = from + i * 3;
-      const gate = ledgers.send(key, t);
-      expect(gate).toBeDefined();
-      expect(ledgers.succeeded(gate!, t + 1)).toBe(true);
-      asked.pass(key, t);
-      asked.onResponse(key, 200, { sentAt: t }, t + 1);
-    }
-    ledgers.settle(key, true);
-    // The release of a backlog after an outage engages the key at its short-term rates
-    // (rate-limiter.ts, `#feedback`): they are in the state it writes.
-    await clock.advance(from + 125 - clock.now());
-    const at = clock.now();
-    await folded.onResponse(key, 429, { sentAt: at, released: true }, at);
-    await asked.onResponse(key, 429, { sentAt: at, released: true }, at);
-    const state = askedStore.peek(`rate:${key}`, at);
-    expect(state).toBeDefined();
-    expect(rounded(foldedStore.peek(`rate:${key}`, at))).toEqual(rounded(state));
-  });
+      // A burst within one period: the arming send, then 40 sends and successes over 120 ms.
+      const from = t0 + 1_000;
+      folded.pass(key, from);
+      asked.pass(key, from);
+      ledgers.arm(key, { release: noop, ticket: undefined }, from);
+      for (let i = 1; i <= 40; i++) {
+        const t = from + i * step;
+        const gate = ledgers.send(key, t);
+        expect(gate).toBeDefined();
+        expect(ledgers.succeeded(gate!, t + 1)).toBe(true);
+        asked.pass(key, t);
+        asked.onResponse(key, 200, { sentAt: t }, t + 1);
+      }
+      ledgers.settle(key, true);
+      // The release of a backlog after an outage engages the key at its short-term rates
+      // (rate-limiter.ts, `#feedback`): they are in the state it writes.
+      await clock.advance(from + 40 * step + 5 - clock.now());
+      const at = clock.now();
+      await folded.onResponse(key, 429, { sentAt: at, released: true }, at);
+      await asked.onResponse(key, 429, { sentAt: at, released: true }, at);
+      const state = askedStore.peek(`rate:${key}`, at);
+      expect(state).toBeDefined();
+      expect(rounded(foldedStore.peek(`rate:${key}`, at))).toEqual(rounded(state));
+    },
+  );
 });
