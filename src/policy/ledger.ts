@@ -77,6 +77,7 @@ export class Ledger {
   oks = 0;
   okWeight = 0;
   lastOk = 0;
+
   constructor(key: string) {
     this.key = key;
   }
