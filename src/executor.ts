@@ -24,17 +24,10 @@ import { redactUrl, scrubbedCause, scrubError } from './internal/redact.js';
 import { linkSignal } from './internal/signals.js';
 import { AbortToken } from './internal/token.js';
 import type { RetryBudget } from './policy/budget.js';
-import {
-  type AdmitContext,
-  admit,
-  feedback,
-  type Gate,
-  ignoreRejection,
-  OPEN_GATE,
-} from './policy/gate.js';
+import { type AdmitContext, admit, feedback, type Gate, OPEN_GATE } from './policy/gate.js';
 import type { LedgerGate } from './policy/ledger.js';
 import type { Policies } from './policy/policies.js';
-import { isPromiseLike } from './policy/store-call.js';
+import { ignoreRejection, isPromiseLike } from './policy/store-call.js';
 import type { Exchange, LogicalRequest } from './request.js';
 import {
   classifyError,
@@ -533,15 +526,12 @@ export class Executor {
         const plain =
           refined === undefined &&
           (pacing === undefined || (pacing.remaining === undefined && pacing.rate === undefined));
-        if (
-          !(
-            plain &&
-            (gate as Partial<LedgerGate>).ledger !== undefined &&
-            policies.ledgers!.succeeded(gate as LedgerGate, done)
-          )
-        ) {
+        const counted =
+          plain &&
+          (gate as Partial<LedgerGate>).ledger !== undefined &&
+          policies.ledgers!.succeeded(gate as LedgerGate, done);
+        if (!counted)
           feedback(policies, key, gate, { status, pacing, sentAt: started, plain }, done);
-        }
       }
       if (refined === undefined) return undefined;
       return {

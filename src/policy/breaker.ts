@@ -467,23 +467,15 @@ export class CircuitBreaker {
     }
     this.#successes.set(key, { gen, start, count });
     if (pending === undefined) return;
-    return this.#writeSuccesses(key, pending, now);
-  }
-
-  /** Writes a batch of closed-state successes (as a neutral outcome that carries them). */
-  #writeSuccesses(
-    key: string,
-    batch: { gen: number; start: number; count: number },
-    now: number,
-  ): void | Promise<void> {
+    // The last bucket's batch is over: written as a neutral outcome that carries it.
     return this.#record(
       key,
       {
         cfg: this.#cfg,
-        gen: batch.gen,
+        gen: pending.gen,
         probe: null,
         outcome: 'neutral',
-        successes: [batch.start, batch.count],
+        successes: [pending.start, pending.count],
       },
       now,
     );

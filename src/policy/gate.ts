@@ -20,7 +20,7 @@ import type { ServerPacing } from '../retry/server-delay.js';
 import type { BreakerAdmission, BreakerTicket, CircuitBreaker } from './breaker.js';
 import type { Policies } from './policies.js';
 import type { RateLimitHint } from './rate-limiter.js';
-import { isPromiseLike } from './store-call.js';
+import { ignoreRejection, isPromiseLike } from './store-call.js';
 
 /** What the policies granted one attempt. */
 export interface Gate {
@@ -345,12 +345,4 @@ function pacingHint(status: number, pacing: ServerPacing, sentAt: number) {
     ...(pacing.remaining === 0 &&
       (pacing.reset ?? pacing.delay) !== undefined && { reset: pacing.reset ?? pacing.delay }),
   };
-}
-
-/**
- * A fire-and-forget policy call's result: a rejection is ignored (the caller
- * catches a synchronous throw itself, without a closure on the hot path).
- */
-export function ignoreRejection(pending: void | Promise<void>): void {
-  if (pending !== undefined) pending.catch(noop);
 }

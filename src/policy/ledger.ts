@@ -28,6 +28,7 @@ import type { BreakerTicket, CircuitBreaker } from './breaker.js';
 import type { RetryBudget } from './budget.js';
 import { type RateLimiter, RECENT_MS } from './rate-limiter.js';
 import { METER_BUCKET_MS } from './rate-meter.js';
+import { ignoreRejection } from './store-call.js';
 
 /** What the ledger needs of a gate (gate.ts's `Gate`, which it does not import: no cycle). */
 interface Gate {
@@ -111,7 +112,7 @@ export class Ledgers {
   send(key: string, now: number): LedgerGate | undefined {
     const ledger = this.#ledgers.get(key);
     if (ledger === undefined) return undefined;
-    if (now < ledger.until && now >= ledger.from && this.#writes.n === ledger.version) {
+    if (this.#open(ledger, now)) {
       ledger.sends++;
       ledger.sendWeight += ledger.weigh(now);
       ledger.lastSend = now;
@@ -128,17 +129,16 @@ export class Ledgers {
    */
   succeeded(gate: LedgerGate, now: number): boolean {
     const ledger = gate.ledger;
-    if (
-      ledger.gate !== gate ||
-      !(now < ledger.until && now >= ledger.from) ||
-      this.#writes.n !== ledger.version
-    ) {
-      return false;
-    }
+    if (ledger.gate !== gate || !this.#open(ledger, now)) return false;
     ledger.oks++;
     ledger.okWeight += ledger.weigh(now);
     ledger.lastOk = now;
     return true;
+  }
+
+  /** Whether `ledger`'s period holds `now`, no store write since it was armed. */
+  #open(ledger: Ledger, now: number): boolean {
+    return now < ledger.until && now >= ledger.from && this.#writes.n === ledger.version;
   }
 
   /**
@@ -211,8 +211,4 @@ export class Ledgers {
       // Policies learn on a best-effort basis, as every policy write.
     }
   }
-}
-
-function ignoreRejection(pending: void | Promise<void>): void {
-  if (pending !== undefined) pending.catch(noop);
 }

@@ -11,6 +11,7 @@ import type { StateStore } from '../store/store.js';
 import {
   METER_BUCKET_MS,
   type Meter,
+  meterCount,
   meterCountMany,
   meterRate,
   meterSettled,
@@ -303,11 +304,20 @@ export class RateLimiter {
     if (!neutral && local.active) return this.#feedback(key, local, 'success', null, sentAt);
   }
 
+  /** Counts a response for the accepted rate and the recent 429 fraction. */
+  #count(local: Local, refused: boolean, now: number): void {
+    this.#tally(local, refused, now, 1);
+    if (!refused) {
+      local.recentOk = decayed(local.recentOk, now - local.recentOkAt) + 1;
+      local.recentOkAt = now;
+    }
+  }
+
   /**
    * Counts `count` responses at `now` (within one meter bucket) for the
-   * accepted rate and the recent 429 fraction; `refused`: they were 429s.
+   * recent 429 fraction and, unless `refused` (429s), the accepted meter.
    */
-  #count(local: Local, refused: boolean, now: number, count = 1): void {
+  #tally(local: Local, refused: boolean, now: number, count: number): void {
     if (local.responses === 0) local.firstAt = now;
     for (let i = 0; i < count; i++) {
       if (local.responses >= 64) {
@@ -318,11 +328,7 @@ export class RateLimiter {
       local.responses++;
       if (refused) local.refused++;
     }
-    if (!refused) {
-      local.accepted = meterCountMany(local.accepted, now, count);
-      local.recentOk = decayed(local.recentOk, now - local.recentOkAt) + count;
-      local.recentOkAt = now;
-    }
+    if (!refused) local.accepted = meterCountMany(local.accepted, now, count);
   }
 
   /**
@@ -361,9 +367,8 @@ export class RateLimiter {
   quietAccepted(key: string, count: number, weight: number, at: number, now: number): void {
     const local = this.#local(key, now);
     local.stated = null;
-    const { recentOk, recentOkAt } = local;
-    this.#count(local, false, now, count);
-    local.recentOk = valuedAt(recentOk, recentOkAt, at) + weight;
+    this.#tally(local, false, now, count);
+    local.recentOk = valuedAt(local.recentOk, local.recentOkAt, at) + weight;
     local.recentOkAt = at;
   }
 
@@ -554,7 +559,7 @@ export class RateLimiter {
   }
 
   #sent(local: Local, now: number = this.#clock.now()): void {
-    local.meter = meterCountMany(local.meter, now, 1);
+    local.meter = meterCount(local.meter, now);
     local.lastUse = now;
     local.recentSent = decayed(local.recentSent, now - local.recentSentAt) + 1;
     local.recentSentAt = now;

@@ -1,3 +1,4 @@
+import { noop } from '../internal/clock.js';
 import type { Json, StateStore, StoreOperation } from '../store/store.js';
 
 /**
@@ -51,4 +52,12 @@ export function runOpMaybe<A extends Json, R extends Json, T>(
 /** True for a promise or any thenable. */
 export function isPromiseLike<T>(value: T | Promise<T>): value is Promise<T> {
   return isThenable(value);
+}
+
+/**
+ * A fire-and-forget policy call's result: a rejection is ignored (the caller
+ * catches a synchronous throw itself, without a closure on the hot path).
+ */
+export function ignoreRejection(pending: void | Promise<void>): void {
+  if (pending !== undefined) pending.catch(noop);
 }
