@@ -290,16 +290,36 @@ export class Executor {
    * (retries, or the end of it), ending in `sink`.
    */
   firstDone<R>(ticket: FirstTicket, outcome: Outcome<R>, sink: FirstSink<R>): boolean {
-    const flight = ticket as Flight<R>;
+    const value = outcome.ok ? outcome.response : outcome.error;
+    return this.#firstEnd(ticket as Flight<R>, outcome.ok, value, outcome, sink);
+  }
+
+  /**
+   * {@link firstDone} for a response below 400, without an outcome object
+   * (one allocation fewer on every success of the undici adapters).
+   */
+  firstSucceeded<R>(ticket: FirstTicket, response: R, sink: FirstSink<R>): boolean {
+    return this.#firstEnd(ticket as Flight<R>, true, response, undefined, sink);
+  }
+
+  /** Attempt 1 of an adapter ended: learns from it, and goes on here unless it is handed back. */
+  #firstEnd<R>(
+    flight: Flight<R>,
+    ok: boolean,
+    value: unknown,
+    outcome: Outcome<R> | undefined,
+    sink: FirstSink<R>,
+  ): boolean {
     let lesson: Lesson | undefined;
     try {
-      lesson = this.#learn(flight, outcome, flight.gate, flight.started);
+      lesson = this.#learnFrom(flight, ok, value, flight.gate, flight.started);
     } catch (error) {
       sink.reject(error);
       return false;
     }
     if (lesson === undefined) return true;
-    settleInto(this.#loop(flight, undefined, { outcome, lesson }), sink);
+    const failed = outcome ?? { ok: true, response: value as R, unlink: noop };
+    settleInto(this.#loop(flight, undefined, { outcome: failed, lesson }), sink);
     return false;
   }
 
@@ -491,13 +511,35 @@ export class Executor {
     gate: Gate,
     started: number,
   ): Lesson | undefined {
+    return this.#learnFrom(
+      flight,
+      outcome.ok,
+      outcome.ok ? outcome.response : outcome.error,
+      gate,
+      started,
+    );
+  }
+
+  /**
+   * {@link #learn} from what the outcome held: a response (`ok`), or the
+   * error. An adapter's attempt 1 that succeeded comes here without an
+   * outcome object ({@link firstSucceeded}).
+   */
+  #learnFrom<R>(
+    flight: Flight<R>,
+    ok: boolean,
+    value: unknown,
+    gate: Gate,
+    started: number,
+  ): Lesson | undefined {
     const policies = this.#policies;
     const { request, exchange, key, attempt } = flight;
     gate.release();
     const done = this.#clock.now();
-    if (outcome.ok) {
-      const status = exchange.status(outcome.response);
-      const headers = exchange.headers(outcome.response);
+    if (ok) {
+      const response = value as R;
+      const status = exchange.status(response);
+      const headers = exchange.headers(response);
       let refined: ReturnType<typeof refineStatus> | undefined;
       if (status >= 400) {
         const table = classifyStatus(status, headers, request.retry.statuses);
@@ -543,7 +585,7 @@ export class Executor {
         done,
       };
     }
-    const { error } = outcome;
+    const error = value;
     const { signal } = request;
     const aborted = signal?.aborted === true;
     // The stale keep-alive race (classify.ts, STALE_CONNECTION): resent at once, no backoff,

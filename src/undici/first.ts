@@ -151,9 +151,7 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt> {
     this.state = State.Forwarding;
     // Below 400 the executor only reads its status and headers and tells the policies.
     const head = this as AttemptHead as Attempt;
-    if (
-      this.client.executor.firstDone(this.ticket!, { ok: true, response: head, unlink: noop }, this)
-    ) {
+    if (this.client.executor.firstSucceeded(this.ticket!, head, this)) {
       return true;
     }
     this.state = State.Handed;
