@@ -7,6 +7,8 @@
  * against each variant's baseline (`baselines[variant]`), then the median over the rounds. The 1-minute load
  * average is sampled at every round.
  *
+ * `nodeFlags` (default none): node/V8 flags for every variant's processes.
+ *
  * `processes` (default 1): how many processes run each variant. On a small
  * machine one process of a variant can run 10–30 % off another of the same
  * build for its whole life (its heap layout, its JIT's choices), which no
@@ -76,7 +78,10 @@ export async function runRounds(config) {
   try {
     for (const [v, k] of slots) {
       const profiled = k === 0 && (config.profile ?? '').split(',').includes(v);
-      const execArgv = profiled ? ['--cpu-prof', `--cpu-prof-dir=${config.profileDir}/${v}`] : [];
+      const execArgv = [
+        ...(config.nodeFlags ?? []),
+        ...(profiled ? ['--cpu-prof', `--cpu-prof-dir=${config.profileDir}/${v}`] : []),
+      ];
       children[v] ??= [];
       children[v][k] = child(maxSeconds + 10, execArgv);
       info[v] = (await children[v][k].ask({ type: 'setup', file, variant: v, url })).info;

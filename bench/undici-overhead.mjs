@@ -56,6 +56,8 @@ Options:
                       NAME@tag: on the build in STAUNCH_DIST_tag
   --profile <list>    write CPU profiles of these variants' processes to --profile-dir/<variant>
   --profile-dir <d>   (default .prof)
+  --node-flags=<list> space-separated node/V8 flags for every variant's processes,
+                      e.g. --node-flags=--single-threaded-gc (default none)
   --json              print the results as JSON
   -h, --help          this help
 
@@ -79,6 +81,7 @@ try {
       variants: { type: 'string', default: 'all' },
       profile: { type: 'string' },
       'profile-dir': { type: 'string', default: '.prof' },
+      'node-flags': { type: 'string', default: '' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -139,7 +142,12 @@ const config = {
   bodyBytes: numberArg('body-bytes', 0),
   profile: args.profile,
   profileDir: args['profile-dir'],
+  nodeFlags: args['node-flags'].split(' ').filter(Boolean),
 };
+for (const flag of config.nodeFlags) {
+  if (!flag.startsWith('--'))
+    fail(`--node-flags: each flag must start with --, got ${JSON.stringify(flag)}`);
+}
 console.error(
   `undici-overhead: ${ordered.join(', ')}; ${config.rounds} rounds (+${config.warmup} warm-up) × ` +
     `${config.duration} s each, concurrency ${config.concurrency}, ` +
