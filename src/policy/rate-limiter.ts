@@ -157,9 +157,9 @@ function decayed(count: number, ms: number): number {
  */
 function valuedAt(count: number, since: number, at: number): number {
   const ms = at - since;
-  // Grown back by at most a meter bucket (a period's length); a clock stepped back further is
-  // treated as decayed() treats it.
-  return ms >= 0 || ms <= -METER_BUCKET_MS ? decayed(count, ms) : count * Math.exp(-ms / RECENT_MS);
+  // Grown back by at most a meter bucket (a period's length); a clock stepped back further
+  // leaves the count as it is, as decayed() does.
+  return ms > -METER_BUCKET_MS ? count * Math.exp(-ms / RECENT_MS) : count;
 }
 
 /**

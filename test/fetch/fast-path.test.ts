@@ -15,20 +15,14 @@ import {
 } from '../../src/store/index.js';
 import { fakeClock, flush, until } from '../helpers/clock.js';
 import { client, settled } from '../helpers/harness.js';
-import { httpServer, type RawServer, rawServer, type TestServer } from '../helpers/server.js';
+import { type RawServer, rawServer, statusServer, type TestServer } from '../helpers/server.js';
 import { deferred } from '../helpers/stores.js';
 import { closeAfterEach } from '../helpers/teardown.js';
 
 const cleanup = closeAfterEach();
 
 async function answering(statuses: number[]): Promise<TestServer> {
-  let i = 0;
-  const server = await httpServer((_req, res) => {
-    res.statusCode = statuses[Math.min(i++, statuses.length - 1)]!;
-    res.end('body');
-  });
-  cleanup.add(server);
-  return server;
+  return cleanup.add(await statusServer(statuses));
 }
 
 /** A server that reads the request and never answers. */

@@ -71,6 +71,14 @@ export async function httpServer(handler: Handler): Promise<TestServer> {
   };
 }
 
+/** An {@link httpServer} that answers each request with the next status of `statuses` (then the last). */
+export function statusServer(statuses: readonly number[]): Promise<TestServer> {
+  return httpServer((_req, res, index) => {
+    res.statusCode = statuses[Math.min(index, statuses.length - 1)]!;
+    res.end('body');
+  });
+}
+
 export interface RawServer {
   url: string;
   port: number;

@@ -22,7 +22,7 @@ import {
 } from '../../src/store/index.js';
 import { fakeClock, flush } from '../helpers/clock.js';
 import { settled } from '../helpers/harness.js';
-import { httpServer, type TestServer } from '../helpers/server.js';
+import { statusServer, type TestServer } from '../helpers/server.js';
 import { deferred } from '../helpers/stores.js';
 import { closeAfterEach } from '../helpers/teardown.js';
 
@@ -32,14 +32,8 @@ afterEach(() => {
 });
 
 /** A server that answers each request with the next status of `script` (then the last). */
-async function scripted(script: number[]): Promise<TestServer & { received: () => number }> {
-  let i = 0;
-  const server = await httpServer((_req, res) => {
-    res.statusCode = script[Math.min(i++, script.length - 1)]!;
-    res.end('body');
-  });
-  cleanup.add(server);
-  return Object.assign(server, { received: () => i });
+async function scripted(script: number[]): Promise<TestServer> {
+  return cleanup.add(await statusServer(script));
 }
 
 /** Fractions rounded to 9 significant digits: the limiter's decays are folded at a mean time. */
@@ -134,7 +128,7 @@ describe('the quiet ledger', () => {
     await clock.advance(500);
     await (await fetch(server.url)).arrayBuffer();
     expect(admit).toHaveBeenCalledTimes(2);
-    expect(server.received()).toBe(41);
+    expect(server.received.length).toBe(41);
   });
 
   test('any policy that is not quiet keeps every request on the full path', async () => {
@@ -174,7 +168,7 @@ describe('the quiet ledger', () => {
     expect(breaker.buckets.map(([, failures, successes]) => [failures, successes])).toEqual([
       [1, 25],
     ]);
-    expect(server.received()).toBe(26);
+    expect(server.received.length).toBe(26);
   });
 
   test('another client’s write to a shared store voids the period at once', async () => {
@@ -198,7 +192,7 @@ describe('the quiet ledger', () => {
     // Within a's quiet period, and yet a sees the circuit b opened.
     const refused = await a(server.url).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(CircuitOpenError);
-    expect(server.received()).toBe(3);
+    expect(server.received.length).toBe(3);
   });
 });
 
