@@ -24,6 +24,7 @@ import { fork } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { startServer } from './child-server.mjs';
+import { mean, median, ratioInterval } from './interval.mjs';
 
 const CHILD = fileURLToPath(new URL('./variant-child.mjs', import.meta.url));
 
@@ -45,15 +46,6 @@ function child(maxSeconds, execArgv) {
     });
   return { proc, ask };
 }
-
-export const median = (values) => {
-  const s = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
-  if (s.length === 0) return Number.NaN;
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-};
-
-const mean = (values) => values.reduce((a, b) => a + b, 0) / values.length;
 
 export async function runRounds(config) {
   const { name, file, variants, duration, rounds, warmup, concurrency } = config;
@@ -138,6 +130,7 @@ export async function runRounds(config) {
         ratioMax: Math.max(...ratios),
         cpuPerRequest: median(measured.map((r) => r.cells[v].cpuPerRequest)),
         cpuRatio: median(measured.map((r) => r.cells[v].cpuRatio)),
+        interval: ratioInterval(measured, v, baseOf(v), processes),
       };
       if (processes > 1) {
         const base = median(measured.map((r) => r.cells[baseOf(v)].rps));
@@ -174,6 +167,7 @@ export function printTable(result, variants, baselines, goals = {}) {
       'rps (median)',
       'ratio',
       'of',
+      '95 % interval',
       'range',
       ...(pooled ? ['processes'] : []),
       'CPU µs/req',
@@ -190,6 +184,7 @@ export function printTable(result, variants, baselines, goals = {}) {
       Math.round(s.rps).toLocaleString('en-US'),
       s.ratio.toFixed(3),
       baselines[v],
+      s.interval.map((x) => x.toFixed(3)).join('–'),
       `${s.ratioMin.toFixed(3)}–${s.ratioMax.toFixed(3)}`,
       ...(pooled ? [processes] : []),
       s.cpuPerRequest.toFixed(1),

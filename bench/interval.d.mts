@@ -1,0 +1,26 @@
+/** The median of the finite values; `NaN` when there are none. */
+export declare const median: (values: readonly number[]) => number;
+/** The arithmetic mean. */
+export declare const mean: (values: readonly number[]) => number;
+
+/** One measured round of bench/rounds.mjs, as far as the interval reads it. */
+export interface MeasuredRound {
+  readonly cells: Readonly<
+    Record<
+      string,
+      { readonly rps: number; readonly processes?: readonly { readonly rps: number }[] }
+    >
+  >;
+}
+
+/**
+ * A 95 % interval, `[low, high]`, for `variant`'s ratio to `baseline` over
+ * `measured` rounds of `processes` processes a variant (two-level bootstrap).
+ */
+export declare function ratioInterval(
+  measured: readonly MeasuredRound[],
+  variant: string,
+  baseline: string,
+  processes: number,
+  draws?: number,
+): [number, number];
