@@ -9,6 +9,7 @@
  *
  * `undici.request` variants, as ratios to `bare` (an undici `Agent` of
  * staunch's transport settings):
+ * - `bare-imported`: bare in a process that has imported staunch/undici;
  * - `passthrough`: the same with a do-nothing composed interceptor (the
  *   handler-API conversion any composed interceptor pays);
  * - `createAgent`: `createAgent()`, core defaults (goal >= 0.95);

@@ -28,6 +28,7 @@ let closer;
 
 export const REQUEST_VARIANTS = [
   'bare',
+  'bare-imported',
   'passthrough',
   'createAgent',
   'interceptor',
@@ -52,6 +53,10 @@ async function dispatcherFor(name) {
   const { Agent } = await import('undici');
   switch (name) {
     case 'bare':
+      return new Agent(settings);
+    case 'bare-imported':
+      // bare in a process that has imported staunch/undici (its modules, its live heap).
+      await load('undici/index.js');
       return new Agent(settings);
     case 'passthrough':
       return new Agent(settings).compose((dispatch) => (opts, handler) => dispatch(opts, handler));
