@@ -24,3 +24,10 @@ export declare function ratioInterval(
   processes: number,
   draws?: number,
 ): [number, number];
+
+/** `met`, `NOT met`, or the median's side of `goal` when `interval` holds both. */
+export declare function verdict(
+  ratio: number,
+  interval: readonly [number, number],
+  goal: number,
+): string;

@@ -46,3 +46,14 @@ export function ratioInterval(measured, variant, baseline, processes, draws = 20
   stats.sort((x, y) => x - y);
   return [stats[Math.floor(draws * 0.025)], stats[Math.ceil(draws * 0.975) - 1]];
 }
+
+/**
+ * What a ratio with its interval says of a goal (`ratio >= goal`): `met` or
+ * `NOT met` when the whole interval is on one side of it; otherwise the
+ * median's side, and that the interval holds both.
+ */
+export function verdict(ratio, interval, goal) {
+  if (interval[0] >= goal) return 'met';
+  if (interval[1] < goal) return 'NOT met';
+  return `${ratio >= goal ? 'met' : 'short'} by the median; the interval holds both`;
+}

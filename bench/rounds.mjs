@@ -24,7 +24,7 @@ import { fork } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { startServer } from './child-server.mjs';
-import { mean, median, ratioInterval } from './interval.mjs';
+import { mean, median, ratioInterval, verdict } from './interval.mjs';
 
 const CHILD = fileURLToPath(new URL('./variant-child.mjs', import.meta.url));
 
@@ -189,7 +189,7 @@ export function printTable(result, variants, baselines, goals = {}) {
       ...(pooled ? [processes] : []),
       s.cpuPerRequest.toFixed(1),
       s.cpuRatio.toFixed(3),
-      goal === undefined ? '' : `>= ${goal} ${s.ratio >= goal ? 'met' : 'NOT met'}`,
+      goal === undefined ? '' : `>= ${goal}: ${verdict(s.ratio, s.interval, goal)}`,
     ]);
   }
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));

@@ -3,7 +3,7 @@
  * bootstrap over processes and rounds. Pure logic on made-up rounds.
  */
 import { describe, expect, it } from 'vitest';
-import { type MeasuredRound, median, ratioInterval } from '../../bench/interval.mjs';
+import { type MeasuredRound, median, ratioInterval, verdict } from '../../bench/interval.mjs';
 
 /** Rounds where each process of `variant` and `base` serves the given requests/s, times `drift[r]`. */
 function rounds(
@@ -54,5 +54,16 @@ describe('ratioInterval', () => {
     expect(low).toBeGreaterThanOrEqual(0.88);
     expect(high).toBeLessThanOrEqual(0.92);
     expect(low).toBeLessThan(high);
+  });
+});
+
+describe('verdict', () => {
+  it('is met or not only when the whole interval is on one side of the goal', () => {
+    expect(verdict(0.97, [0.955, 0.99], 0.95)).toBe('met');
+    expect(verdict(0.93, [0.9, 0.949], 0.95)).toBe('NOT met');
+    expect(verdict(0.953, [0.918, 0.987], 0.95)).toBe('met by the median; the interval holds both');
+    expect(verdict(0.919, [0.869, 0.978], 0.95)).toBe(
+      'short by the median; the interval holds both',
+    );
   });
 });
