@@ -31,3 +31,20 @@ export declare function verdict(
   interval: readonly [number, number],
   goal: number,
 ): string;
+
+/** One set of rounds, with its processes a variant. */
+export interface MeasuredSet {
+  readonly measured: readonly MeasuredRound[];
+  readonly processes: number;
+}
+
+/** {@link ratioInterval} over several sets pooled. */
+export declare function pooledInterval(
+  sets: readonly MeasuredSet[],
+  variant: string,
+  baseline: string,
+  draws?: number,
+): [number, number];
+
+/** A set's measured rounds from bench/undici-overhead.mjs's log or `--json` output. */
+export declare function readSet(text: string): MeasuredSet;

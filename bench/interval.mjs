@@ -24,27 +24,66 @@ export const mean = (values) => values.reduce((a, b) => a + b, 0) / values.lengt
  * the rounds are drawn, and the interval leaves that lottery out.
  */
 export function ratioInterval(measured, variant, baseline, processes, draws = 2000) {
-  // The lab's seeded generator (dist/lab/random.js): the interval prints the same for the same data.
+  return pooledInterval([{ measured, processes }], variant, baseline, draws);
+}
+
+/**
+ * {@link ratioInterval} over several sets pooled (`sets`: each its measured
+ * rounds and its processes a variant): each draw makes every set's draw, and
+ * takes the median of all their rounds' ratios together.
+ */
+export function pooledInterval(sets, variant, baseline, draws = 2000) {
+  // The lab's seeded generator: the interval prints the same for the same data.
   const random = seededRandom(0x5ca1ab1e, 'bench:interval');
   const pick = (n) => Math.floor(random() * n);
-  const rpsOf = (round, v, k) =>
-    processes > 1 ? round.cells[v].processes[k].rps : round.cells[v].rps;
   const stats = [];
   for (let d = 0; d < draws; d++) {
-    const own = Array.from({ length: processes }, () => pick(processes));
-    const base =
-      variant === baseline ? own : Array.from({ length: processes }, () => pick(processes));
     const ratios = [];
-    for (let i = 0; i < measured.length; i++) {
-      const round = measured[pick(measured.length)];
-      const a = mean(own.map((k) => rpsOf(round, variant, k)));
-      const b = mean(base.map((k) => rpsOf(round, baseline, k)));
-      ratios.push(a / b);
+    for (const { measured, processes } of sets) {
+      const rpsOf = (round, v, k) =>
+        processes > 1 ? round.cells[v].processes[k].rps : round.cells[v].rps;
+      const own = Array.from({ length: processes }, () => pick(processes));
+      const base =
+        variant === baseline ? own : Array.from({ length: processes }, () => pick(processes));
+      for (let i = 0; i < measured.length; i++) {
+        const round = measured[pick(measured.length)];
+        const a = mean(own.map((k) => rpsOf(round, variant, k)));
+        const b = mean(base.map((k) => rpsOf(round, baseline, k)));
+        ratios.push(a / b);
+      }
     }
     stats.push(median(ratios));
   }
   stats.sort((x, y) => x - y);
   return [stats[Math.floor(draws * 0.025)], stats[Math.ceil(draws * 0.975) - 1]];
+}
+
+/**
+ * The measured rounds of one set, from `bench/undici-overhead.mjs`'s output:
+ * its `--json` (the `rounds` it holds), or its log, whose `round N` lines
+ * carry each variant's requests/s and, with several processes, each
+ * process's (`name 41234 [40112 42356 …]`).
+ */
+export function readSet(text) {
+  const trimmed = text.trimStart();
+  if (trimmed.startsWith('{')) {
+    const { rounds, config } = JSON.parse(trimmed);
+    const measured = rounds.filter((r) => !r.warmup);
+    return { measured, processes: config.processes ?? 1 };
+  }
+  const measured = [];
+  for (const line of text.split('\n')) {
+    if (!/^ {2}round \d+/.test(line)) continue;
+    const cells = {};
+    for (const m of line.matchAll(/([\w@.-]+) (\d+)(?: \[([\d ]+)\])? \(\d/g)) {
+      const processes = m[3]?.split(' ').map((x) => ({ rps: Number(x) }));
+      cells[m[1]] = { rps: Number(m[2]), ...(processes !== undefined && { processes }) };
+    }
+    measured.push({ cells });
+  }
+  if (measured.length === 0) throw new Error('no measured rounds in this output');
+  const first = Object.values(measured[0].cells)[0];
+  return { measured, processes: first.processes?.length ?? 1 };
 }
 
 /**

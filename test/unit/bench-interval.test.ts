@@ -3,7 +3,14 @@
  * bootstrap over processes and rounds. Pure logic on made-up rounds.
  */
 import { describe, expect, it } from 'vitest';
-import { type MeasuredRound, median, ratioInterval, verdict } from '../../bench/interval.mjs';
+import {
+  type MeasuredRound,
+  median,
+  pooledInterval,
+  ratioInterval,
+  readSet,
+  verdict,
+} from '../../bench/interval.mjs';
 
 /** Rounds where each process of `variant` and `base` serves the given requests/s, times `drift[r]`. */
 function rounds(
@@ -65,5 +72,75 @@ describe('verdict', () => {
     expect(verdict(0.919, [0.869, 0.978], 0.95)).toBe(
       'short by the median; the interval holds both',
     );
+  });
+});
+
+describe('pooledInterval', () => {
+  it("is one set's interval for one set, and narrows as sets of the same machine are added", () => {
+    const drift = [1, 0.97, 1.03, 1, 0.99, 1.01];
+    const set = { measured: rounds([100, 98, 103], [93, 97, 90], drift), processes: 3 };
+    const alone = pooledInterval([set], 'agent', 'bare');
+    expect(alone).toEqual(ratioInterval(set.measured, 'agent', 'bare', 3));
+    const others = [
+      { measured: rounds([99, 101, 100], [95, 92, 94], drift), processes: 3 },
+      { measured: rounds([102, 97, 100], [91, 96, 94], drift), processes: 3 },
+      { measured: rounds([100, 100, 99], [94, 93, 96], drift), processes: 3 },
+    ];
+    const pooled = pooledInterval([set, ...others], 'agent', 'bare');
+    expect(pooled[1] - pooled[0]).toBeLessThan(alone[1] - alone[0]);
+    expect(pooled[0]).toBeGreaterThan(0.9);
+    expect(pooled[1]).toBeLessThan(0.97);
+  });
+});
+
+describe('readSet', () => {
+  it('reads the round lines of a log, with or without processes, and skips the warm-up', () => {
+    const log = [
+      'undici-overhead: bare, agent; 2 rounds (+1 warm-up) × 0.5 s each, concurrency 32, 2 processes per variant',
+      '  warm-up (load 1.00): bare 10 [9 11] (1.000), agent@x 5 [5 5] (0.500)',
+      '  round 1 (load 1.10): bare 100 [90 110] (1.000), agent@x 95 [94 96] (0.950)',
+      '  round 2 (load 1.20): bare 200 [190 210] (1.000), agent@x 180 [170 190] (0.900)',
+      '       bare        150  1.000  bare',
+    ].join('\n');
+    const set = readSet(log);
+    expect(set.processes).toBe(2);
+    expect(set.measured).toEqual([
+      {
+        cells: {
+          bare: { rps: 100, processes: [{ rps: 90 }, { rps: 110 }] },
+          'agent@x': { rps: 95, processes: [{ rps: 94 }, { rps: 96 }] },
+        },
+      },
+      {
+        cells: {
+          bare: { rps: 200, processes: [{ rps: 190 }, { rps: 210 }] },
+          'agent@x': { rps: 180, processes: [{ rps: 170 }, { rps: 190 }] },
+        },
+      },
+    ]);
+    const single = readSet('  round 1 (load 1.00): bare 100 (1.000), agent 90 (0.900)\n');
+    expect(single).toEqual({
+      measured: [{ cells: { bare: { rps: 100 }, agent: { rps: 90 } } }],
+      processes: 1,
+    });
+  });
+
+  it('reads the --json output, measured rounds only', () => {
+    const cells = (rps: number) => ({ bare: { rps: 100 }, agent: { rps } });
+    const json = JSON.stringify({
+      config: { processes: 1 },
+      rounds: [
+        { warmup: true, cells: cells(10) },
+        { warmup: false, cells: cells(90) },
+      ],
+    });
+    expect(readSet(json)).toEqual({
+      measured: [{ warmup: false, cells: cells(90) }],
+      processes: 1,
+    });
+  });
+
+  it('says so when the output holds no measured round', () => {
+    expect(() => readSet('undici-overhead: nothing ran\n')).toThrow(/no measured rounds/);
   });
 });
