@@ -15,13 +15,15 @@ export interface MeasuredRound {
 
 /**
  * A 95 % interval, `[low, high]`, for `variant`'s ratio to `baseline` over
- * `measured` rounds of `processes` processes a variant (two-level bootstrap).
+ * `measured` rounds of `processes` processes a variant (two-level bootstrap),
+ * its draws from `random` (numbers in [0, 1)).
  */
 export declare function ratioInterval(
   measured: readonly MeasuredRound[],
   variant: string,
   baseline: string,
   processes: number,
+  random: () => number,
   draws?: number,
 ): [number, number];
 
@@ -43,6 +45,7 @@ export declare function pooledInterval(
   sets: readonly MeasuredSet[],
   variant: string,
   baseline: string,
+  random: () => number,
   draws?: number,
 ): [number, number];
 

@@ -1,10 +1,10 @@
 /**
  * Statistics of bench/rounds.mjs: the median, and a 95 % interval for a
  * variant's ratio to its baseline (pure functions, tested in
- * test/unit/bench-interval.test.ts). Needs the build (`npm run build`), as
- * every benchmark does.
+ * test/unit/bench-interval.test.ts). The bootstrap's draws come from a
+ * `random` the caller seeds (bench/rounds.mjs, `intervalOf`), so that the
+ * same data prints the same interval.
  */
-import { seededRandom } from '../dist/lab/random.js';
 
 export const median = (values) => {
   const s = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
@@ -23,8 +23,8 @@ export const mean = (values) => values.reduce((a, b) => a + b, 0) / values.lengt
  * units that vary most), then the rounds. With one process a variant, only
  * the rounds are drawn, and the interval leaves that lottery out.
  */
-export function ratioInterval(measured, variant, baseline, processes, draws = 2000) {
-  return pooledInterval([{ measured, processes }], variant, baseline, draws);
+export function ratioInterval(measured, variant, baseline, processes, random, draws = 2000) {
+  return pooledInterval([{ measured, processes }], variant, baseline, random, draws);
 }
 
 /**
@@ -32,24 +32,26 @@ export function ratioInterval(measured, variant, baseline, processes, draws = 20
  * rounds and its processes a variant): each draw makes every set's draw, and
  * takes the median of all their rounds' ratios together.
  */
-export function pooledInterval(sets, variant, baseline, draws = 2000) {
-  // The lab's seeded generator: the interval prints the same for the same data.
-  const random = seededRandom(0x5ca1ab1e, 'bench:interval');
+export function pooledInterval(sets, variant, baseline, random, draws = 2000) {
   const pick = (n) => Math.floor(random() * n);
+  // Each set's requests/s by round and process, read once: [variant's, baseline's].
+  const tables = sets.map(({ measured, processes }) => {
+    const rps = (cell) => (processes > 1 ? cell.processes.map((p) => p.rps) : [cell.rps]);
+    return {
+      processes,
+      rounds: measured.map((r) => [rps(r.cells[variant]), rps(r.cells[baseline])]),
+    };
+  });
   const stats = [];
   for (let d = 0; d < draws; d++) {
     const ratios = [];
-    for (const { measured, processes } of sets) {
-      const rpsOf = (round, v, k) =>
-        processes > 1 ? round.cells[v].processes[k].rps : round.cells[v].rps;
+    for (const { processes, rounds } of tables) {
       const own = Array.from({ length: processes }, () => pick(processes));
       const base =
         variant === baseline ? own : Array.from({ length: processes }, () => pick(processes));
-      for (let i = 0; i < measured.length; i++) {
-        const round = measured[pick(measured.length)];
-        const a = mean(own.map((k) => rpsOf(round, variant, k)));
-        const b = mean(base.map((k) => rpsOf(round, baseline, k)));
-        ratios.push(a / b);
+      for (let i = 0; i < rounds.length; i++) {
+        const [a, b] = rounds[pick(rounds.length)];
+        ratios.push(mean(own.map((k) => a[k])) / mean(base.map((k) => b[k])));
       }
     }
     stats.push(median(ratios));

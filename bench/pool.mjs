@@ -3,7 +3,7 @@
  * Several sets of bench/undici-overhead.mjs pooled into one figure a
  * variant: the median over all their rounds of the variant's ratio to the
  * baseline, with a 95 % interval that draws every set's processes and rounds
- * (bench/interval.mjs, `pooledInterval`). One set's interval is ±3–9 % on a
+ * (bench/rounds.mjs, `intervalOf`). One set's interval is ±3–9 % on a
  * 2-core machine (docs/benchmarks.md); pooling is how a goal's last per cent
  * is judged.
  *
@@ -14,7 +14,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { median, pooledInterval, readSet, verdict } from './interval.mjs';
+import { median, readSet, verdict } from './interval.mjs';
+import { intervalOf } from './rounds.mjs';
 
 const HELP = 'Usage: npm run build && node bench/pool.mjs [--baseline bare] [--goal 0.95] SET...';
 
@@ -69,7 +70,7 @@ for (const v of variants) {
   if (v === baseline) continue;
   const ratios = sets.flatMap((s) => s.measured.map((r) => r.cells[v].rps / r.cells[baseline].rps));
   const ratio = median(ratios);
-  const interval = pooledInterval(sets, v, baseline);
+  const interval = intervalOf(sets, v, baseline);
   const span = interval.map((x) => x.toFixed(3)).join('–');
   const said = goal === undefined ? '' : `  >= ${goal}: ${verdict(ratio, interval, goal)}`;
   console.log(`  ${v.padEnd(24)} ${ratio.toFixed(3)} (95 % interval ${span})${said}`);

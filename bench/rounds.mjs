@@ -23,8 +23,9 @@
 import { fork } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { seededRandom } from '../dist/lab/random.js';
 import { startServer } from './child-server.mjs';
-import { mean, median, ratioInterval, verdict } from './interval.mjs';
+import { mean, median, pooledInterval, verdict } from './interval.mjs';
 
 const CHILD = fileURLToPath(new URL('./variant-child.mjs', import.meta.url));
 
@@ -45,6 +46,15 @@ function child(maxSeconds, execArgv) {
       proc.send(message);
     });
   return { proc, ask };
+}
+
+/**
+ * The 95 % interval of `variant`'s ratio to `baseline` over `sets` (bench/interval.mjs,
+ * `pooledInterval`), drawn from the lab's seeded generator, seeded afresh each time:
+ * the same data prints the same interval.
+ */
+export function intervalOf(sets, variant, baseline) {
+  return pooledInterval(sets, variant, baseline, seededRandom(0x5ca1ab1e, 'bench:interval'));
 }
 
 export async function runRounds(config) {
@@ -130,7 +140,7 @@ export async function runRounds(config) {
         ratioMax: Math.max(...ratios),
         cpuPerRequest: median(measured.map((r) => r.cells[v].cpuPerRequest)),
         cpuRatio: median(measured.map((r) => r.cells[v].cpuRatio)),
-        interval: ratioInterval(measured, v, baseOf(v), processes),
+        interval: intervalOf([{ measured, processes }], v, baseOf(v)),
       };
       if (processes > 1) {
         const base = median(measured.map((r) => r.cells[baseOf(v)].rps));

@@ -11,6 +11,10 @@ import {
   readSet,
   verdict,
 } from '../../bench/interval.mjs';
+import { seededRandom } from '../../src/lab/random.js';
+
+/** A fresh seeded generator for each interval, as bench/rounds.mjs's `intervalOf` makes. */
+const draws = (): (() => number) => seededRandom(7, 'bench-interval-test');
 
 /** Rounds where each process of `variant` and `base` serves the given requests/s, times `drift[r]`. */
 function rounds(
@@ -28,15 +32,27 @@ function rounds(
 describe('ratioInterval', () => {
   it('is a point when every process and round agrees', () => {
     const measured = rounds([100, 100, 100], [90, 90, 90], [1, 0.9, 1.1, 1.05]);
-    const [low, high] = ratioInterval(measured, 'agent', 'bare', 3);
+    const [low, high] = ratioInterval(measured, 'agent', 'bare', 3, draws());
     expect(low).toBeCloseTo(0.9, 12);
     expect(high).toBeCloseTo(0.9, 12);
   });
 
   it('widens with one process that runs far off the others for its whole life', () => {
     const drift = [1, 0.95, 1.05, 1, 0.98, 1.02, 1, 1];
-    const steady = ratioInterval(rounds([100, 100, 100], [94, 95, 96], drift), 'agent', 'bare', 3);
-    const lottery = ratioInterval(rounds([100, 100, 100], [94, 95, 75], drift), 'agent', 'bare', 3);
+    const steady = ratioInterval(
+      rounds([100, 100, 100], [94, 95, 96], drift),
+      'agent',
+      'bare',
+      3,
+      draws(),
+    );
+    const lottery = ratioInterval(
+      rounds([100, 100, 100], [94, 95, 75], drift),
+      'agent',
+      'bare',
+      3,
+      draws(),
+    );
     expect(steady[1] - steady[0]).toBeLessThan(0.03);
     expect(lottery[1] - lottery[0]).toBeGreaterThan(0.08);
     // The slow process is drawn more than once in some draws and not at all in others.
@@ -47,17 +63,17 @@ describe('ratioInterval', () => {
   it('holds the ratio of the pooled rounds, and prints the same for the same data', () => {
     const measured = rounds([100, 104, 97, 99], [92, 95, 90, 96], [1, 0.97, 1.03, 1.01, 0.99]);
     const point = median(measured.map((r) => r.cells.agent!.rps / r.cells.bare!.rps));
-    const interval = ratioInterval(measured, 'agent', 'bare', 4);
+    const interval = ratioInterval(measured, 'agent', 'bare', 4, draws());
     expect(interval[0]).toBeLessThanOrEqual(point);
     expect(interval[1]).toBeGreaterThanOrEqual(point);
-    expect(ratioInterval(measured, 'agent', 'bare', 4)).toEqual(interval);
+    expect(ratioInterval(measured, 'agent', 'bare', 4, draws())).toEqual(interval);
   });
 
   it('draws only the rounds with one process a variant', () => {
     const measured: MeasuredRound[] = [88, 90, 92].map((rps) => ({
       cells: { bare: { rps: 100 }, agent: { rps } },
     }));
-    const [low, high] = ratioInterval(measured, 'agent', 'bare', 1);
+    const [low, high] = ratioInterval(measured, 'agent', 'bare', 1, draws());
     expect(low).toBeGreaterThanOrEqual(0.88);
     expect(high).toBeLessThanOrEqual(0.92);
     expect(low).toBeLessThan(high);
@@ -79,14 +95,14 @@ describe('pooledInterval', () => {
   it("is one set's interval for one set, and narrows as sets of the same machine are added", () => {
     const drift = [1, 0.97, 1.03, 1, 0.99, 1.01];
     const set = { measured: rounds([100, 98, 103], [93, 97, 90], drift), processes: 3 };
-    const alone = pooledInterval([set], 'agent', 'bare');
-    expect(alone).toEqual(ratioInterval(set.measured, 'agent', 'bare', 3));
+    const alone = pooledInterval([set], 'agent', 'bare', draws());
+    expect(alone).toEqual(ratioInterval(set.measured, 'agent', 'bare', 3, draws()));
     const others = [
       { measured: rounds([99, 101, 100], [95, 92, 94], drift), processes: 3 },
       { measured: rounds([102, 97, 100], [91, 96, 94], drift), processes: 3 },
       { measured: rounds([100, 100, 99], [94, 93, 96], drift), processes: 3 },
     ];
-    const pooled = pooledInterval([set, ...others], 'agent', 'bare');
+    const pooled = pooledInterval([set, ...others], 'agent', 'bare', draws());
     expect(pooled[1] - pooled[0]).toBeLessThan(alone[1] - alone[0]);
     expect(pooled[0]).toBeGreaterThan(0.9);
     expect(pooled[1]).toBeLessThan(0.97);
