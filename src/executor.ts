@@ -26,7 +26,7 @@ import { AbortToken } from './internal/token.js';
 import type { RetryBudget } from './policy/budget.js';
 import { type AdmitContext, admit, feedback, type Gate, OPEN_GATE } from './policy/gate.js';
 import type { LedgerGate } from './policy/ledger.js';
-import type { Policies } from './policy/policies.js';
+import type { Policies, PolicyRequest } from './policy/policies.js';
 import { ignoreRejection, isPromiseLike } from './policy/store-call.js';
 import type { Exchange, LogicalRequest } from './request.js';
 import {
@@ -40,6 +40,7 @@ import {
 } from './retry/classify.js';
 import { type AttemptVerdict, decide } from './retry/decide.js';
 import {
+  type HeaderSource,
   type PacingReader,
   type ResponsePacing,
   responsePacing,
@@ -170,13 +171,14 @@ class Flight<R> implements AdmitContext {
     on: StaunchListeners,
     policies: Policies | undefined,
     now: number,
+    key?: string,
   ) {
     this.request = request;
     this.exchange = exchange;
     this.clock = clock;
     this.on = on;
     this.deadline = now + request.timeout.total;
-    this.key = policies === undefined ? '' : policies.key(request);
+    this.key = key ?? (policies === undefined ? '' : policies.key(request));
   }
 
   url(): string {
@@ -266,20 +268,107 @@ export class Executor {
     request: LogicalRequest,
     exchange: Exchange<R>,
     sink: FirstSink<R>,
+    key?: string,
   ): FirstTicket | undefined {
     if (this.#on.end !== undefined) {
       settleInto(this.#ending(request, exchange), sink);
       return undefined;
     }
-    const flight = this.#open(request, exchange);
+    const flight = this.#open(request, exchange, key);
     if (!(flight instanceof Flight)) {
       settleInto(flight, sink);
       return undefined;
     }
+    Executor.#limit(flight);
+    return flight;
+  }
+
+  /** Attempt 1's deadline: its own, or what is left of the total, whichever comes first. */
+  static #limit(flight: Flight<unknown>): void {
     const remaining = flight.deadline - flight.started;
-    const { timeout } = request;
+    const { timeout } = flight.request;
     flight.scope = timeout.attempt < remaining ? 'attempt' : 'total';
     flight.limit = Math.min(timeout.attempt, remaining);
+  }
+
+  /**
+   * The policy key of a request whose attempt 1 may take an adapter's lean
+   * path (staunch/undici's agent): one that nothing needs to hear of while
+   * it succeeds (no `end`, `attempt` or `attemptStart` listener). `''` with
+   * the policies off; `undefined`: not such a request, take {@link first}.
+   * The key goes on to {@link leanFirst}, and to {@link first} if that
+   * refuses: the key function is asked once a request, as on the full path.
+   */
+  leanKey(request: PolicyRequest): string | undefined {
+    const on = this.#on;
+    if (on.end !== undefined || on.attempt !== undefined || on.attemptStart !== undefined) {
+      return undefined;
+    }
+    const policies = this.#policies;
+    return policies === undefined ? '' : policies.key(request);
+  }
+
+  /**
+   * Attempt 1 on the lean path, of `key` ({@link leanKey}): on a quiet key
+   * (the policies off, or the ledger counting for them: policy/ledger.ts),
+   * admitted at `now` with nothing built; returns the gate it goes with.
+   * The adapter then sends it under its deadline (`timeout.attempt`, or the
+   * total if that is shorter); a response below 400 goes to
+   * {@link leanSucceeded}, and anything else first builds the flight with
+   * {@link leanAdopt}, to go on as after {@link first}. `undefined`: not
+   * admitted, nothing counted: take {@link first}.
+   */
+  leanFirst(key: string, now: number): Gate | undefined {
+    const policies = this.#policies;
+    if (policies === undefined) return OPEN_GATE;
+    return policies.ledgers?.send(key, now);
+  }
+
+  /**
+   * A lean attempt 1 ({@link leanFirst}) that went with `gate`, sent at
+   * `started`, answered with `status` below 400: the policies are told, as
+   * {@link firstSucceeded} tells them; the adapter hands the response over.
+   */
+  leanSucceeded(
+    key: string,
+    gate: Gate,
+    status: number,
+    headers: HeaderSource,
+    started: number,
+  ): void {
+    gate.release();
+    const policies = this.#policies;
+    if (policies === undefined) return;
+    const done = this.#clock.now();
+    const pacing = this.#pacing(headers, status, done, policies.limiter !== undefined);
+    this.#tellSuccess(policies, key, gate, status, pacing, undefined, started, done);
+  }
+
+  /**
+   * The flight of a lean attempt 1 ({@link leanFirst}: admitted with `gate`,
+   * sent at `started`) that did not simply succeed: its ticket, as
+   * {@link first} would have returned it, for {@link firstDone} and
+   * {@link firstDeadline}.
+   */
+  leanAdopt<R>(
+    request: LogicalRequest,
+    exchange: Exchange<R>,
+    key: string,
+    gate: Gate,
+    started: number,
+  ): FirstTicket {
+    const flight = new Flight(
+      request,
+      exchange,
+      this.#clock,
+      this.#on,
+      this.#policies,
+      started,
+      key,
+    );
+    flight.gate = gate;
+    flight.started = started;
+    Executor.#limit(flight);
     return flight;
   }
 
@@ -413,7 +502,7 @@ export class Executor {
    * leave at once; otherwise the request's own end (an admission that waits
    * continues in {@link #loop}; a refusal, an abort or no time left rejects).
    */
-  #open<R>(request: LogicalRequest, exchange: Exchange<R>): Flight<R> | Promise<R> {
+  #open<R>(request: LogicalRequest, exchange: Exchange<R>, key?: string): Flight<R> | Promise<R> {
     const policies = this.#policies;
     let flight: Flight<R>;
     let gate: Gate | Promise<Gate> = OPEN_GATE;
@@ -421,7 +510,7 @@ export class Executor {
       request.signal?.throwIfAborted();
       // One clock read for the whole synchronous admission: nothing in it waits.
       const now = this.#clock.now();
-      flight = new Flight(request, exchange, this.#clock, this.#on, policies, now);
+      flight = new Flight(request, exchange, this.#clock, this.#on, policies, now, key);
       if (policies !== undefined) {
         // A quiet key: the ledger counts what the policies would only have counted (ledger.ts).
         const ledgers = policies.ledgers;
@@ -564,16 +653,7 @@ export class Executor {
       }
       const pacing = this.#pacing(headers, status, done, policies?.limiter !== undefined);
       if (policies !== undefined) {
-        // A success the quiet ledger counts (policy/ledger.ts), or one the policies are told of.
-        const plain =
-          refined === undefined &&
-          (pacing === undefined || (pacing.remaining === undefined && pacing.rate === undefined));
-        const counted =
-          plain &&
-          (gate as Partial<LedgerGate>).ledger !== undefined &&
-          policies.ledgers!.succeeded(gate as LedgerGate, done);
-        if (!counted)
-          feedback(policies, key, gate, { status, pacing, sentAt: started, plain }, done);
+        this.#tellSuccess(policies, key, gate, status, pacing, refined, started, done);
       }
       if (refined === undefined) return undefined;
       return {
@@ -622,6 +702,27 @@ export class Executor {
       pacing: undefined,
       done,
     };
+  }
+
+  /** Tells the policies of a response: counted by the quiet ledger (policy/ledger.ts), or told one by one. */
+  #tellSuccess(
+    policies: Policies,
+    key: string,
+    gate: Gate,
+    status: number,
+    pacing: ServerPacing | undefined,
+    refined: unknown,
+    started: number,
+    done: number,
+  ): void {
+    const plain =
+      refined === undefined &&
+      (pacing === undefined || (pacing.remaining === undefined && pacing.rate === undefined));
+    const counted =
+      plain &&
+      (gate as Partial<LedgerGate>).ledger !== undefined &&
+      policies.ledgers!.succeeded(gate as LedgerGate, done);
+    if (!counted) feedback(policies, key, gate, { status, pacing, sentAt: started, plain }, done);
   }
 
   /**

@@ -230,7 +230,7 @@ export function prepare(
 }
 
 /** `origin` as undici takes it (a string or a URL), without a trailing slash. */
-function originOf(origin: Dispatcher.DispatchOptions['origin']): string {
+export function originOf(origin: Dispatcher.DispatchOptions['origin']): string {
   if (origin === undefined) return '';
   if (typeof origin !== 'string') return origin.origin;
   return origin.endsWith('/') ? origin.slice(0, -1) : origin;

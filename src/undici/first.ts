@@ -24,6 +24,9 @@ import type { FirstSink, FirstTicket, Outcome } from '../executor.js';
 import { noop } from '../internal/clock.js';
 import { type Deadline, startSteadyDeadline } from '../internal/deadlines.js';
 import { AbortToken } from '../internal/token.js';
+import type { Gate } from '../policy/gate.js';
+import type { PolicyRequest } from '../policy/policies.js';
+import { upperMethod } from '../request-options.js';
 import {
   Attempt,
   AttemptHead,
@@ -32,7 +35,7 @@ import {
   deliverError,
   LEGACY_CORE,
 } from './attempt.js';
-import { prepare, surface } from './call.js';
+import { originOf, prepare, type StaunchDispatchOptions, surface } from './call.js';
 import type { UndiciRuntime } from './client.js';
 import { LegacyCaller, type LegacyHandler } from './legacy.js';
 import { expectSend, markIfStale } from './stale.js';
@@ -88,48 +91,115 @@ enum State {
 const RAW_ONLY: IncomingHttpHeaders = Object.freeze({});
 
 /** What both flavours share: the executor's side of attempt 1, and its ends. */
-abstract class FirstBase extends AttemptHead implements FirstSink<Attempt> {
+abstract class FirstBase extends AttemptHead implements FirstSink<Attempt>, PolicyRequest {
   protected readonly client: UndiciRuntime;
-  /** The caller's side of the logical request (its abort, before a hand-over). */
-  protected readonly logical = new AbortToken();
+  #logical: AbortToken | undefined;
   protected ticket: FirstTicket | undefined;
   protected state = State.Waiting;
   /** An abort asked for before undici connected the dispatch. */
   protected abortReason: Error | undefined;
   #deadline: Deadline | undefined;
+  // On the lean path (`Executor.leanFirst`), until a failure needs the flight: what builds it.
+  /** The gate attempt 1 was admitted with, on the lean path. */
+  #gate: Gate | undefined;
+  #key: string | undefined;
+  #sentAt = 0;
+  #dispatch: Dispatcher.Dispatch | undefined;
+  #opts: Dispatcher.DispatchOptions | undefined;
+  /** The policy key's view of the request (`PolicyRequest`), on the lean path. */
+  method = '';
+  origin = '';
 
   constructor(client: UndiciRuntime) {
     super();
     this.client = client;
   }
 
+  /** The caller's side of the logical request (its abort, before a hand-over): made when needed. */
+  protected get logical(): AbortToken {
+    this.#logical ??= new AbortToken();
+    return this.#logical;
+  }
+
+  /** The URL, for a policy key that reads it (the default one reads `origin`). */
+  get url(): string {
+    return `${this.origin}${this.#opts?.path ?? ''}`;
+  }
+
   /**
    * Tells the caller the request started, as any dispatcher does first,
-   * builds the logical request, admits attempt 1 (`Executor.first`) and,
-   * when it may go now, sends it.
+   * admits attempt 1 and, when it may go now, sends it: on the lean path
+   * when it can ({@link #runLean}), else with the logical request built
+   * first (`Executor.first`).
    */
   run(dispatch: Dispatcher.Dispatch, opts: Dispatcher.DispatchOptions, mark: boolean): void {
     let call: ReturnType<typeof prepare>;
     try {
       this.announce();
+      if (!mark && this.#runLean(dispatch, opts)) return;
       call = prepare(this.client, dispatch, opts, this.logical.signal, mark);
     } catch (error) {
       this.reject(error);
       return;
     }
-    const ticket = this.client.executor.first(call, call, this);
+    // The policy key, if the lean path asked for it already.
+    const ticket = this.client.executor.first(call, call, this, this.#key);
     if (ticket === undefined) return;
     this.ticket = ticket;
-    const { limit } = ticket;
+    this.#send(dispatch, call.options, ticket.limit);
+  }
+
+  /**
+   * Attempt 1 of a request of the client's own settings, an idempotent
+   * method (no key to add), not aborted yet, nothing listening
+   * (`Executor.leanFirst`): admitted and sent with nothing built; the
+   * logical request and its flight are made only if it does not simply
+   * succeed ({@link #flight}). `false`: take the full path.
+   */
+  #runLean(dispatch: Dispatcher.Dispatch, opts: Dispatcher.DispatchOptions): boolean {
+    const { timeout, retry } = this.client.defaults;
+    const staunch = (opts as StaunchDispatchOptions).staunch;
+    if (staunch !== undefined || this.#logical?.aborted === true) return false;
+    const method = upperMethod(opts.method);
+    if (!retry.methods.has(method) || !(timeout.total > 0)) return false;
+    this.method = method;
+    this.origin = originOf(opts.origin);
+    this.#opts = opts;
+    const executor = this.client.executor;
+    const key = executor.leanKey(this);
+    if (key === undefined) return false;
+    this.#key = key;
+    const now = executor.clock.now();
+    const gate = executor.leanFirst(key, now);
+    if (gate === undefined) return false;
+    this.#gate = gate;
+    this.#sentAt = now;
+    this.#dispatch = dispatch;
+    this.#send(dispatch, opts, Math.min(timeout.attempt, timeout.total));
+    return true;
+  }
+
+  /** Sends attempt 1 under its deadline of `limit` ms. */
+  #send(dispatch: Dispatcher.Dispatch, opts: Dispatcher.DispatchOptions, limit: number): void {
     if (Number.isFinite(limit)) {
       // On the steady list: one timer while attempts come and go beside undici's (deadlines.ts).
       this.#deadline = startSteadyDeadline(this.client.executor.clock, limit, this);
     }
     try {
-      dispatch(call.options, this as unknown as Handler);
+      dispatch(opts, this as unknown as Handler);
     } catch (error) {
       this.failed(error as Error);
     }
+  }
+
+  /** Attempt 1's ticket: on the lean path, the logical request and its flight, built now. */
+  #flight(): FirstTicket {
+    if (this.ticket === undefined) {
+      const call = prepare(this.client, this.#dispatch!, this.#opts!, this.logical.signal, false);
+      const { executor } = this.client;
+      this.ticket = executor.leanAdopt(call, call, this.#key!, this.#gate!, this.#sentAt);
+    }
+    return this.ticket;
   }
 
   /** The response started: its head is read, the deadline is over. `false`: not attempt 1's. */
@@ -151,7 +221,17 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt> {
     this.state = State.Forwarding;
     // Below 400 the executor only reads its status and headers and tells the policies.
     const head = this as AttemptHead as Attempt;
-    if (this.client.executor.firstSucceeded(this.ticket!, head, this)) {
+    const { executor } = this.client;
+    const gate = this.#gate;
+    if (gate !== undefined && this.ticket === undefined) {
+      try {
+        const headers = this.client.ownPacing === true ? head : head.headers;
+        executor.leanSucceeded(this.#key!, gate, head.status, headers, this.#sentAt);
+        return true;
+      } catch (error) {
+        this.reject(error);
+      }
+    } else if (executor.firstSucceeded(this.ticket!, head, this)) {
       return true;
     }
     this.state = State.Handed;
@@ -177,7 +257,7 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt> {
   }
 
   protected settle(outcome: Outcome<Attempt>): void {
-    this.client.executor.firstDone(this.ticket!, outcome, this);
+    this.client.executor.firstDone(this.#flight(), outcome, this);
   }
 
   /** Attempt 1's deadline fired (the deadline list calls it: no closure per request). */
@@ -187,7 +267,7 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt> {
 
   #expire(): void {
     if (this.state !== State.Waiting) return;
-    const error = this.client.executor.firstDeadline(this.ticket!);
+    const error = this.client.executor.firstDeadline(this.#flight());
     this.stop(error);
     this.#fail(error);
   }
@@ -204,7 +284,7 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt> {
       case State.Waiting:
         this.logical.abort(reason);
         // Before it was sent (from the caller's own start callback): the executor sees it at once.
-        if (this.ticket === undefined) return;
+        if (this.ticket === undefined && this.#gate === undefined) return;
         this.stop(reason);
         this.#fail(reason);
         return;
