@@ -7,7 +7,11 @@
  * 2-core machine (docs/benchmarks.md); pooling is how a goal's last per cent
  * is judged.
  *
- *   npm run build && node bench/pool.mjs [--baseline bare] [--goal 0.95] SET...
+ *   npm run build && node bench/pool.mjs [--baseline bare] [--goal 0.95] [--same A=B] SET...
+ *
+ * `--same A=B` (repeatable) reads variant A of any set as B: one build
+ * measured as `createAgent@lean` in an A/B set and as `createAgent` in
+ * another pools as one variant.
  *
  * Each SET is a file holding one set's output: its log (the `round N` lines)
  * or its `--json`. Variants are those of the first set that every set has.
@@ -17,7 +21,8 @@ import { parseArgs } from 'node:util';
 import { median, readSet, verdict } from './interval.mjs';
 import { intervalOf } from './rounds.mjs';
 
-const HELP = 'Usage: npm run build && node bench/pool.mjs [--baseline bare] [--goal 0.95] SET...';
+const HELP =
+  'Usage: npm run build && node bench/pool.mjs [--baseline bare] [--goal 0.95] [--same A=B]... SET...';
 
 let parsed;
 try {
@@ -25,6 +30,7 @@ try {
     options: {
       baseline: { type: 'string', default: 'bare' },
       goal: { type: 'string' },
+      same: { type: 'string', multiple: true, default: [] },
       help: { type: 'boolean', short: 'h', default: false },
     },
     allowPositionals: true,
@@ -48,10 +54,27 @@ if (goal !== undefined && !(goal > 0)) {
   process.exit(2);
 }
 const baseline = values.baseline;
+const same = new Map();
+for (const pair of values.same) {
+  const [from, to, ...rest] = pair.split('=');
+  if (!from || !to || rest.length > 0) {
+    console.error(`pool: --same must be VARIANT=VARIANT, got ${JSON.stringify(pair)}`);
+    process.exit(2);
+  }
+  same.set(from, to);
+}
 const sets = [];
 for (const file of positionals) {
   try {
-    sets.push(readSet(readFileSync(file, 'utf8')));
+    const set = readSet(readFileSync(file, 'utf8'));
+    for (const round of set.measured) {
+      for (const [from, to] of same) {
+        if (round.cells[from] === undefined) continue;
+        round.cells[to] = round.cells[from];
+        delete round.cells[from];
+      }
+    }
+    sets.push(set);
   } catch (error) {
     console.error(`pool: ${file}: ${error.message}`);
     process.exit(2);

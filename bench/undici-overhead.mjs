@@ -17,13 +17,17 @@
  * - `no-policies`: the same with breaker, budget and rate limiter off;
  * - `createAgent-no-policies`, `createAgent-no-retries`: `createAgent` without
  *   the policies, and without retries and deadlines too;
+ * - `createAgent-no-deadlines`: `createAgent({ timeout: false })`, what attempt
+ *   deadlines cost;
  * - `floor-subclass`, `floor-wrap`: a `Dispatcher` subclass handing each
  *   request to an `Agent` with the caller's handler, or with a forwarding
  *   handler (the least a retry layer puts in between); `floor-watch`: the
  *   latter with a `undici:client:sendHeaders` subscriber (what the stale-race
  *   probe makes undici publish); `floor-spin`: the latter plus
  *   `STAUNCH_SPIN_NS` (700) of pure CPU a request, to see how a cost measured
- *   without a network (agent-stub-cost.mjs) shows on loopback.
+ *   without a network (agent-stub-cost.mjs) shows on loopback; `floor-timer`:
+ *   floor-wrap beside one ref'd timer re-armed every 100 ms (the steady deadline
+ *   list's); `floor-hrtime`: floor-wrap plus a `process.hrtime()` a request.
  * fetch variants, as ratios to `global-fetch` (Node's own, its bundled undici):
  * - `staunch-undici-fetch`: `createFetch()` of staunch/undici (goal >= 1.5);
  * - `undici-fetch`: npm undici's `fetch` over an `Agent` of the same settings;

@@ -35,10 +35,13 @@ export const REQUEST_VARIANTS = [
   'no-policies',
   'createAgent-no-policies',
   'createAgent-no-retries',
+  'createAgent-no-deadlines',
   'floor-subclass',
   'floor-wrap',
   'floor-watch',
   'floor-spin',
+  'floor-timer',
+  'floor-hrtime',
 ];
 export const FETCH_VARIANTS = [
   'global-fetch',
@@ -76,6 +79,9 @@ async function dispatcherFor(name) {
         retry: false,
         timeout: false,
       });
+    case 'createAgent-no-deadlines':
+      // createAgent() with attempt and total deadlines off: what the deadline list costs.
+      return (await load('undici/index.js')).createAgent({ timeout: false });
     case 'interceptor':
       return new Agent(settings).compose((await load('undici/index.js')).retryInterceptor());
     case 'no-policies':
@@ -98,6 +104,31 @@ async function dispatcherFor(name) {
         const until = process.hrtime.bigint() + ns;
         while (process.hrtime.bigint() < until);
         return new Relay(handler);
+      });
+    }
+    case 'floor-timer': {
+      // floor-wrap in a process that holds one ref'd timer re-armed every 100 ms, as the
+      // steady deadline list's is while attempts are pending (src/internal/deadlines.ts).
+      const tick = () => {
+        timer = setTimeout(tick, 100);
+      };
+      let timer = setTimeout(tick, 100);
+      const dispatcher = await forwarding(new Agent(settings), (handler) => new Relay(handler));
+      const close = dispatcher.close.bind(dispatcher);
+      dispatcher.close = () => {
+        clearTimeout(timer);
+        return close();
+      };
+      return dispatcher;
+    }
+    case 'floor-hrtime': {
+      // floor-wrap plus a process.hrtime() read a request, as a deadline set makes.
+      let sink = 0;
+      return forwarding(new Agent(settings), (handler) => {
+        sink += process.hrtime()[1];
+        const relay = new Relay(handler);
+        relay.sink = sink;
+        return relay;
       });
     }
     case 'floor-watch': {
