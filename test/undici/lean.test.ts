@@ -13,7 +13,7 @@ import { Executor } from '../../src/executor.js';
 import { constantBackoff } from '../../src/retry/backoff.js';
 import { type MemoryStore, memoryStore, type StateStore } from '../../src/store/index.js';
 import { createAgent } from '../../src/undici/index.js';
-import { fakeClock, flush } from '../helpers/clock.js';
+import { fakeClock, flush, until } from '../helpers/clock.js';
 import { httpServer, statusServer, type TestServer } from '../helpers/server.js';
 import { deferred } from '../helpers/stores.js';
 import { closeAfterEach, rejection } from './support.js';
@@ -148,10 +148,7 @@ describe('attempt 1 on the lean path', () => {
     await server.seen(2);
     controller.abort(reason);
     expect(await rejection(pending)).toBe(reason);
-    await new Promise<void>((resolve) => {
-      const check = (): void => (closed === 1 ? resolve() : void setImmediate(check));
-      check();
-    });
+    await until(() => closed === 1);
     expect(answers()).toEqual([false, true]);
     expect(calls).toBe(2);
   });
