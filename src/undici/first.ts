@@ -161,7 +161,8 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt>, Poli
     const staunch = (opts as StaunchDispatchOptions).staunch;
     if (staunch !== undefined || this.#logical?.aborted === true) return false;
     const method = upperMethod(opts.method);
-    if (!retry.methods.has(method) || !(timeout.total > 0)) return false;
+    // A total deadline is never 0 (options.ts): attempt 1 always has time to go.
+    if (!retry.methods.has(method)) return false;
     this.method = method;
     this.origin = originOf(opts.origin);
     this.#opts = opts;
@@ -222,8 +223,9 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt>, Poli
     // Below 400 the executor only reads its status and headers and tells the policies.
     const head = this as AttemptHead as Attempt;
     const { executor } = this.client;
+    // Lean and still waiting: no flight was built (a failure or the deadline would have ended it).
     const gate = this.#gate;
-    if (gate !== undefined && this.ticket === undefined) {
+    if (gate !== undefined) {
       try {
         const headers = this.client.ownPacing === true ? head : head.headers;
         executor.leanSucceeded(this.#key!, gate, head.status, headers, this.#sentAt);
