@@ -19,7 +19,7 @@ import { Agent, buildConnector, Dispatcher } from 'undici';
 import { LEGACY_CORE } from './attempt.js';
 import { passesThrough } from './call.js';
 import { type ClientOptions, resolveUndiciRuntime, type UndiciRuntime } from './client.js';
-import { runFirst, runFirstStarted } from './first.js';
+import { heldByUndici, runFirst, runFirstStarted } from './first.js';
 import { isNewApi, LegacyCaller, type LegacyHandler } from './legacy.js';
 import {
   type ResolvedTransport,
@@ -147,7 +147,10 @@ class StaunchAgent extends Dispatcher {
 export function createAgent(options: AgentOptions = {}): Dispatcher {
   const { transport, rest } = splitOptions(options, 'createAgent options');
   const resolved = resolveTransport(transport);
-  const client = resolveUndiciRuntime(rest, 'createAgent options');
+  const runtime = resolveUndiciRuntime(rest, 'createAgent options');
+  const client = heldByUndici(runtime, resolved)
+    ? Object.freeze({ ...runtime, undiciHoldsDeadline: true })
+    : runtime;
   watchSockets();
   return new StaunchAgent(new Agent(agentOptions(resolved)), client);
 }

@@ -24,6 +24,12 @@ export interface UndiciRuntime extends Runtime {
    * own pacing readers, which may read them raw (attempt.ts, `get`).
    */
   readonly ownPacing?: boolean;
+  /**
+   * `createAgent`'s, when its undici `Agent` times the wait for response
+   * headers exactly as `timeout.attempt` does (first.ts, `heldByUndici`):
+   * attempt 1 on the lean path leaves its deadline to that timer once written.
+   */
+  readonly undiciHoldsDeadline?: boolean;
 }
 
 /**

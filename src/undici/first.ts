@@ -21,12 +21,13 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { FirstSink, FirstTicket, Outcome } from '../executor.js';
-import { noop } from '../internal/clock.js';
+import { noop, systemClock } from '../internal/clock.js';
 import { type Deadline, startSteadyDeadline } from '../internal/deadlines.js';
 import { AbortToken } from '../internal/token.js';
 import type { Gate } from '../policy/gate.js';
 import type { PolicyRequest } from '../policy/policies.js';
 import { upperMethod } from '../request-options.js';
+import { errorCode } from '../retry/classify.js';
 import {
   Attempt,
   AttemptHead,
@@ -38,6 +39,7 @@ import {
 import { originOf, prepare, type StaunchDispatchOptions, surface } from './call.js';
 import type { UndiciRuntime } from './client.js';
 import { LegacyCaller, type LegacyHandler } from './legacy.js';
+import type { ResolvedTransport } from './options.js';
 import { expectSend, markIfStale } from './stale.js';
 
 type Controller = Dispatcher.DispatchController;
@@ -77,6 +79,89 @@ export function runFirstStarted(
   new StartedFirst(client, caller).run(dispatch, opts, mark);
 }
 
+/**
+ * The shortest attempt deadline left to undici's headers timer: that timer
+ * ticks every half second (undici's `setFastTimeout`), so it fires within
+ * about 5 % of a deadline this long.
+ */
+export const HELD_MIN_MS = 10_000;
+
+/**
+ * How much longer than the attempt deadline the total must be for undici's
+ * timer to hold the attempt's: that timer may fire half a second late, and
+ * the total deadline is never left to it.
+ */
+export const HELD_MARGIN_MS = 1_000;
+
+/**
+ * Whether `createAgent`'s undici `Agent` (transport `t`) can hold attempt
+ * 1's deadline (`runtime`'s `timeout.attempt`) once the request is written:
+ * on the system clock (an injected clock keeps staunch's deadlines on it),
+ * over HTTP/1.1 only (undici times HTTP/2 streams otherwise), with a headers
+ * timeout equal to `timeout.attempt` (the defaults: 60 s each), at least
+ * {@link HELD_MIN_MS}, a total at least {@link HELD_MARGIN_MS} longer, and a
+ * connect timeout no longer (a connection that does not open in time ends
+ * the attempt as soon).
+ * @internal
+ */
+export function heldByUndici(runtime: UndiciRuntime, t: ResolvedTransport): boolean {
+  const { attempt, total } = runtime.defaults.timeout;
+  return (
+    runtime.executor.clock === systemClock &&
+    !t.allowH2 &&
+    t.headers === attempt &&
+    t.connect > 0 &&
+    t.connect <= attempt &&
+    attempt >= HELD_MIN_MS &&
+    total - attempt >= HELD_MARGIN_MS
+  );
+}
+
+/** Held attempts not written when undici said its pool was full, since the last look. */
+let unwritten: FirstBase[] = [];
+/** Those not written at the last look either: the next look gives them staunch's deadline. */
+let stillUnwritten: FirstBase[] = [];
+let looking = false;
+
+/**
+ * Looks at `first` again after undici's own immediate. undici 7 writes a
+ * request on an idle keep-alive connection only after a `setImmediate` (a
+ * close pending on it arrives first), and says its pool is full when the
+ * request took its last free connection: most such requests are written an
+ * immediate later. One immediate for all of them.
+ */
+function awaitWrite(first: FirstBase): void {
+  unwritten.push(first);
+  if (!looking) {
+    looking = true;
+    setImmediate(lookAtWrites);
+  }
+}
+
+/**
+ * Those written since are undici's to time. Those not yet written get a
+ * second look an immediate later (an idle-connection check queued after
+ * this one); those not written then wait in undici's queue: they get
+ * staunch's deadline.
+ */
+function lookAtWrites(): void {
+  const first = unwritten;
+  const second = stillUnwritten;
+  unwritten = [];
+  stillUnwritten = [];
+  for (const f of second) f.unwritten(true);
+  for (const f of first) if (f.unwritten(false)) stillUnwritten.push(f);
+  looking = stillUnwritten.length > 0 || unwritten.length > 0;
+  if (looking) setImmediate(lookAtWrites);
+}
+
+/**
+ * How long a held attempt 1 may have waited for its connection before undici
+ * wrote it and still be left to undici's timer, which runs from the write:
+ * about the precision of that timer.
+ */
+const HELD_SLACK_MS = 500;
+
 /** Where attempt 1 is. */
 enum State {
   /** Sent, before its response. */
@@ -98,7 +183,11 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt>, Poli
   protected state = State.Waiting;
   /** An abort asked for before undici connected the dispatch. */
   protected abortReason: Error | undefined;
+  /** undici has written the request (its `onConnect` / `onRequestStart`). */
+  protected written = false;
   #deadline: Deadline | undefined;
+  /** Attempt 1's deadline is undici's headers timer once written ({@link heldByUndici}). */
+  #held = false;
   // On the lean path (`Executor.leanFirst`), until a failure needs the flight: what builds it.
   /** The gate attempt 1 was admitted with, on the lean path. */
   #gate: Gate | undefined;
@@ -176,8 +265,66 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt>, Poli
     this.#gate = gate;
     this.#sentAt = now;
     this.#dispatch = dispatch;
-    this.#send(dispatch, opts, Math.min(timeout.attempt, timeout.total));
+    if (
+      this.client.undiciHoldsDeadline === true &&
+      opts.body == null &&
+      opts.headersTimeout == null
+    ) {
+      this.#sendHeld(dispatch, opts);
+    } else this.#send(dispatch, opts, Math.min(timeout.attempt, timeout.total));
     return true;
+  }
+
+  /**
+   * Sends attempt 1 with its deadline left to undici's headers timer, which
+   * runs from the moment the request is written ({@link heldByUndici}). It
+   * is written at once, or after undici's idle-socket check (an immediate),
+   * or once a new connection is up ({@link wroteFresh}). If it is not
+   * written yet and undici says its pool is full, it may wait in undici's
+   * queue, untimed: if it is still not written two immediates later, it
+   * gets staunch's deadline ({@link awaitWrite}).
+   */
+  #sendHeld(dispatch: Dispatcher.Dispatch, opts: Dispatcher.DispatchOptions): void {
+    this.#held = true;
+    let free: boolean;
+    try {
+      free = dispatch(opts, this as unknown as Handler);
+    } catch (error) {
+      this.failed(error as Error);
+      return;
+    }
+    if (!free && !this.written && this.state === State.Waiting) awaitWrite(this);
+  }
+
+  /**
+   * Looked at after an immediate ({@link lookAtWrites}): `true` if attempt 1
+   * is still waiting to be written and this is not the `last` look; at the
+   * last, such an attempt gets staunch's deadline for the time it has left.
+   */
+  unwritten(last: boolean): boolean {
+    if (this.written || this.state !== State.Waiting) return false;
+    if (!last) return true;
+    this.#holdRest();
+    return false;
+  }
+
+  /**
+   * Written on a new connection (stale.ts tells, right after the write): a
+   * held attempt 1 that waited for it longer than {@link HELD_SLACK_MS} gets
+   * staunch's deadline for the time it has left, since undici's starts now.
+   */
+  wroteFresh(): void {
+    if (!this.#held || this.#deadline !== undefined || this.state !== State.Waiting) return;
+    if (this.client.executor.clock.now() - this.#sentAt > HELD_SLACK_MS) this.#holdRest();
+  }
+
+  /** Staunch's deadline for what is left of held attempt 1's time (undici's timer does not run yet). */
+  #holdRest(): void {
+    const { clock } = this.client.executor;
+    const { timeout } = this.client.defaults;
+    const left = this.#sentAt + Math.min(timeout.attempt, timeout.total) - clock.now();
+    if (left <= 0) this.#expire();
+    else this.#deadline = startSteadyDeadline(clock, left, this);
   }
 
   /** Sends attempt 1 under its deadline of `limit` ms. */
@@ -248,6 +395,11 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt>, Poli
 
   /** Attempt 1 failed before its response: the executor decides. */
   protected failed(error: Error): void {
+    if (this.#held && errorCode(error) === 'UND_ERR_HEADERS_TIMEOUT') {
+      // undici's headers timer held the deadline (it has closed the socket): the deadline ran out.
+      this.#fail(this.client.executor.firstDeadline(this.#flight()));
+      return;
+    }
     markIfStale(error, this);
     this.#fail(error);
   }
@@ -363,6 +515,7 @@ class LegacyFirst extends FirstBase {
       return;
     }
     this.#abort = abort;
+    this.written = true;
     expectSend(this);
   }
 
@@ -492,6 +645,7 @@ class StartedFirst extends FirstBase {
       return;
     }
     this.core = controller;
+    this.written = true;
     expectSend(this);
   }
 

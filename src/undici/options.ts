@@ -25,7 +25,10 @@ export interface PhaseTimeouts {
   /**
    * From the request written to the last byte of the response headers
    * (undici's `headersTimeout`). Matches the default `timeout.attempt`, which
-   * also counts the wait for a connection.
+   * also counts the wait for a connection. While the two are equal,
+   * `createAgent` leaves attempt 1's deadline to this timer once the request
+   * is written (docs/undici.md, "Options"): it fires within about half a
+   * second of its time.
    * @default 60_000
    */
   headers?: number;
