@@ -149,8 +149,8 @@ function lookAtWrites(): void {
   const second = stillUnwritten;
   unwritten = [];
   stillUnwritten = [];
-  for (const f of second) f.unwritten(true);
-  for (const f of first) if (f.unwritten(false)) stillUnwritten.push(f);
+  for (const f of second) f.lookedAt(true);
+  for (const f of first) if (f.lookedAt(false)) stillUnwritten.push(f);
   looking = stillUnwritten.length > 0 || unwritten.length > 0;
   if (looking) setImmediate(lookAtWrites);
 }
@@ -183,8 +183,6 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt>, Poli
   protected state = State.Waiting;
   /** An abort asked for before undici connected the dispatch. */
   protected abortReason: Error | undefined;
-  /** undici has written the request (its `onConnect` / `onRequestStart`). */
-  protected written = false;
   #deadline: Deadline | undefined;
   /** Attempt 1's deadline is undici's headers timer once written ({@link heldByUndici}). */
   #held = false;
@@ -301,7 +299,7 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt>, Poli
    * is still waiting to be written and this is not the `last` look; at the
    * last, such an attempt gets staunch's deadline for the time it has left.
    */
-  unwritten(last: boolean): boolean {
+  lookedAt(last: boolean): boolean {
     if (this.written || this.state !== State.Waiting) return false;
     if (!last) return true;
     this.#holdRest();
@@ -426,6 +424,9 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt>, Poli
     this.#fail(error);
   }
 
+  /** undici has written attempt 1: it called `onConnect` / `onRequestStart`, which come with the write. */
+  protected abstract get written(): boolean;
+
   /** The caller's start callback: how it will abort. */
   protected abstract announce(): void;
 
@@ -504,6 +505,10 @@ class LegacyFirst extends FirstBase {
     this.#caller = caller;
   }
 
+  protected get written(): boolean {
+    return this.#abort !== undefined;
+  }
+
   protected announce(): void {
     // No context, as undici's own Request passes none to a legacy handler.
     this.#caller.onConnect?.(this.callerAbort);
@@ -515,7 +520,6 @@ class LegacyFirst extends FirstBase {
       return;
     }
     this.#abort = abort;
-    this.written = true;
     expectSend(this);
   }
 
@@ -634,6 +638,10 @@ class StartedFirst extends FirstBase {
     this.controller = new StartedController(this.logical, this);
   }
 
+  protected get written(): boolean {
+    return this.core !== undefined;
+  }
+
   protected announce(): void {
     // The context undici itself passes: none on undici 7 (its legacy core), null on undici 8.
     this.#caller.onRequestStart?.(this.controller, LEGACY_CORE ? undefined : null);
@@ -645,7 +653,6 @@ class StartedFirst extends FirstBase {
       return;
     }
     this.core = controller;
-    this.written = true;
     expectSend(this);
   }
 

@@ -60,10 +60,9 @@ function rejection(promise: Promise<unknown>) {
   return { settled: () => settled, error: () => error };
 }
 
-/** A server that reads requests and never answers. */
-async function silent() {
-  const sockets: Socket[] = [];
-  const server = open.add(await rawServer((socket) => sockets.push(socket)));
+/** A raw server (by default one that reads requests and never answers), and the GETs it got. */
+async function silent(onConnection: (socket: Socket) => void = () => {}) {
+  const server = open.add(await rawServer(onConnection));
   const requests = () =>
     server.data.reduce((n, d) => n + (d.toString().match(/^GET /gm)?.length ?? 0), 0);
   return { server, requests };
@@ -110,16 +109,12 @@ describe("attempt 1's deadline, held by undici's headers timer", () => {
   it('a GET on the last free connection, written after undici checks it, is left to undici', async () => {
     // Answers the first request on each connection, then nothing.
     let answered = 0;
-    const server = open.add(
-      await rawServer((socket) => {
-        socket.once('data', () => {
-          answered++;
-          socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok');
-        });
-      }),
-    );
-    const requests = () =>
-      server.data.reduce((n, d) => n + (d.toString().match(/^GET /gm)?.length ?? 0), 0);
+    const { server, requests } = await silent((socket) => {
+      socket.once('data', () => {
+        answered++;
+        socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok');
+      });
+    });
     const agent = open.add(createAgent({ ...OFF, retry: false, connections: 1 }));
     const ok = await request(server.url, { dispatcher: agent });
     expect(await ok.body.text()).toBe('ok');
