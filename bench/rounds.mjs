@@ -9,6 +9,11 @@
  *
  * `nodeFlags` (default none): node/V8 flags for every variant's processes.
  *
+ * `skip` (ms, default 0): above 0, every variant `v` gets a twin `v.late`
+ * measured in the same slots from `skip` ms in (bench/variant-child.mjs),
+ * against its baseline's twin: whether a variant's cost lies in a slot's
+ * first part shows as `v.late` reading higher than `v`, pair by pair.
+ *
  * `processes` (default 1): how many processes run each variant. On a small
  * machine one process of a variant can run 10–30 % off another of the same
  * build for its whole life (its heap layout, its JIT's choices), which no
@@ -58,11 +63,15 @@ export function intervalOf(sets, variant, baseline) {
 }
 
 export async function runRounds(config) {
-  const { name, file, variants, duration, rounds, warmup, concurrency } = config;
+  const { name, file, duration, rounds, warmup, concurrency } = config;
   const processes = config.processes ?? 1;
-  const baseOf = (v) => config.baselines[v];
+  const skip = config.skip ?? 0;
+  const late = (v) => `${v}.late`;
+  const variants = [...config.variants, ...(skip > 0 ? config.variants.map(late) : [])];
+  const baseOf = (v) =>
+    v.endsWith('.late') ? late(config.baselines[v.slice(0, -5)]) : config.baselines[v];
   const log = config.log ?? ((m) => console.error(m));
-  const slots = variants.flatMap((v) => Array.from({ length: processes }, (_, k) => [v, k]));
+  const slots = config.variants.flatMap((v) => Array.from({ length: processes }, (_, k) => [v, k]));
   const maxSeconds = Math.ceil((rounds + warmup) * slots.length * duration * 1.5 + 60);
   const limit = setTimeout(() => {
     console.error(`${name}: exceeded the time limit of ${maxSeconds} s, aborting`);
@@ -95,10 +104,16 @@ export async function runRounds(config) {
       const load = loadavg()[0];
       const each = Object.fromEntries(variants.map((v) => [v, []]));
       for (const [v, k] of order) {
-        const res = await children[v][k].ask({ type: 'measure', duration, concurrency });
+        const res = await children[v][k].ask({ type: 'measure', duration, concurrency, skip });
         started += res.ok + res.failed;
         if (res.failed > 0) throw new Error(`${v}: ${res.failed} failed; first: ${res.error}`);
         each[v][k] = { rps: (res.ok * 1000) / res.ms, cpuPerRequest: (res.cpu * 1000) / res.ok };
+        if (skip > 0) {
+          if (res.late === undefined)
+            throw new Error(`${v}: no response completed after ${skip} ms`);
+          const { ok, ms, cpu } = res.late;
+          each[late(v)][k] = { rps: (ok * 1000) / ms, cpuPerRequest: (cpu * 1000) / ok };
+        }
       }
       const cells = {};
       for (const v of variants) {

@@ -56,6 +56,8 @@ Options:
   --processes <n>     processes per variant, pooled in each round (default 1;
                       see bench/rounds.mjs: one process can run 10–30 % off another)
   --body-bytes <n>    response body size                     (default 64)
+  --skip <ms>         also measure each slot without its first <ms>, as
+                      twin variants named <variant>.late (default 0: none)
   --variants <list>   comma-separated variants, or request / fetch / all (default all);
                       NAME@before: the same on the build in STAUNCH_BEFORE_DIST,
                       NAME@tag: on the build in STAUNCH_DIST_tag
@@ -83,6 +85,7 @@ try {
       concurrency: { type: 'string', default: '32' },
       processes: { type: 'string', default: '1' },
       'body-bytes': { type: 'string', default: '64' },
+      skip: { type: 'string', default: '0' },
       variants: { type: 'string', default: 'all' },
       profile: { type: 'string' },
       'profile-dir': { type: 'string', default: '.prof' },
@@ -145,10 +148,14 @@ const config = {
   concurrency: numberArg('concurrency', 1),
   processes: numberArg('processes', 1),
   bodyBytes: numberArg('body-bytes', 0),
+  skip: numberArg('skip', 0, false),
   profile: args.profile,
   profileDir: args['profile-dir'],
   nodeFlags: args['node-flags'].split(' ').filter(Boolean),
 };
+if (config.skip >= config.duration * 1000) {
+  fail(`--skip must be shorter than a slot (${config.duration * 1000} ms), got ${args.skip}`);
+}
 for (const flag of config.nodeFlags) {
   if (!flag.startsWith('--'))
     fail(`--node-flags: each flag must start with --, got ${JSON.stringify(flag)}`);
@@ -162,10 +169,12 @@ console.error(
 );
 const result = await runRounds(config).catch((error) => fail(error.stack ?? error));
 const info = result.info[ordered[0]];
+const shown = config.skip > 0 ? [...ordered, ...ordered.map((v) => `${v}.late`)] : ordered;
+for (const v of ordered) if (config.skip > 0) baselines[`${v}.late`] = `${baselines[v]}.late`;
 if (args.json) {
   console.log(JSON.stringify({ config, ...result }, null, 2));
 } else {
-  printTable(result, ordered, baselines, goals);
+  printTable(result, shown, baselines, goals);
   console.log(
     `ratio = variant/baseline requests/s within a round, median over ${config.rounds} rounds ` +
       (config.processes > 1
@@ -174,7 +183,10 @@ if (args.json) {
         : '') +
       '(CPU ratio: baseline/variant client CPU time per request, the same way); ' +
       `${config.concurrency} in flight; the server counted ${result.requests} requests ` +
-      `on ${result.connections} connections.`,
+      `on ${result.connections} connections.` +
+      (config.skip > 0
+        ? ` <variant>.late: the same slots from the first response ${config.skip} ms in.`
+        : ''),
   );
   console.log(
     `node ${info.node} (bundled undici ${info.bundledUndici}), npm undici ${info.undici}; ` +

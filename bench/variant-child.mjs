@@ -9,8 +9,11 @@
  * - `{ type: 'setup', file, variant, url }`: imports `file` (a variants
  *   module), awaits `setup(variant, url)` (which returns `send()`: one
  *   request, body read, resolving to the status code), answers `{ type: 'ready' }`;
- * - `{ type: 'measure', duration, concurrency }`: runs `concurrency` workers
- *   for `duration` s, answers `{ type: 'result', ok, failed, ms, cpu, error }`;
+ * - `{ type: 'measure', duration, concurrency, skip }`: runs `concurrency`
+ *   workers for `duration` s, answers `{ type: 'result', ok, failed, ms, cpu,
+ *   error, late }`; with `skip` (ms, default 0) above 0, `late` is
+ *   `{ ok, ms, cpu }` of the same slot from the first response completed
+ *   `skip` ms or more after its start: the slot without its first part;
  * - `{ type: 'close' }`: awaits the module's `teardown()` and exits.
  * Exits by itself when the parent goes away, and after `maxSeconds` (argv[2]).
  */
@@ -23,15 +26,20 @@ process.on('disconnect', () => process.exit(0));
 let mod;
 let send;
 
-async function measure(duration, concurrency) {
+const millis = (cpu) => (cpu.user + cpu.system) / 1000;
+
+async function measure(duration, concurrency, skip = 0) {
   let ok = 0;
   let failed = 0;
   let error;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const end = t0 + duration * 1000;
+  // The count, clock and CPU at the first response completed `skip` ms in.
+  let mark = skip > 0 ? undefined : { ok: 0, t: t0, cpu: cpu0 };
   const worker = async () => {
-    while (performance.now() < end) {
+    let now = t0;
+    while (now < end) {
       try {
         if ((await send()) === 200) ok++;
         else failed++;
@@ -39,12 +47,18 @@ async function measure(duration, concurrency) {
         failed++;
         error ??= String(e?.stack ?? e);
       }
+      now = performance.now();
+      if (mark === undefined && now - t0 >= skip) mark = { ok, t: now, cpu: process.cpuUsage() };
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
-  const ms = performance.now() - t0;
+  const t1 = performance.now();
   const cpu = process.cpuUsage(cpu0);
-  return { ok, failed, ms, cpu: (cpu.user + cpu.system) / 1000, error };
+  const result = { ok, failed, ms: t1 - t0, cpu: millis(cpu), error };
+  if (skip > 0 && mark !== undefined) {
+    result.late = { ok: ok - mark.ok, ms: t1 - mark.t, cpu: millis(process.cpuUsage(mark.cpu)) };
+  }
+  return result;
 }
 
 process.on('message', async (message) => {
@@ -54,7 +68,10 @@ process.on('message', async (message) => {
       send = await mod.setup(message.variant, message.url);
       process.send({ type: 'ready', info: mod.info?.(message.variant) });
     } else if (message.type === 'measure') {
-      process.send({ type: 'result', ...(await measure(message.duration, message.concurrency)) });
+      process.send({
+        type: 'result',
+        ...(await measure(message.duration, message.concurrency, message.skip)),
+      });
     } else if (message.type === 'close') {
       await mod?.teardown?.();
       process.exit(0);

@@ -141,6 +141,18 @@ describe('readSet', () => {
     });
   });
 
+  it("reads a --skip set's twins (<variant>.late) as variants of their own", () => {
+    const log =
+      '  round 1 (load 1.00): bare 100 [90 110] (1.000), agent 95 [94 96] (0.950), ' +
+      'bare.late 104 [94 114] (1.000), agent.late 101 [100 102] (0.971)\n';
+    const { measured } = readSet(log);
+    expect(Object.keys(measured[0]!.cells)).toEqual(['bare', 'agent', 'bare.late', 'agent.late']);
+    expect(measured[0]!.cells['agent.late']).toEqual({
+      rps: 101,
+      processes: [{ rps: 100 }, { rps: 102 }],
+    });
+  });
+
   it('reads the --json output, measured rounds only', () => {
     const cells = (rps: number) => ({ bare: { rps: 100 }, agent: { rps } });
     const json = JSON.stringify({
