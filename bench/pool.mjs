@@ -15,10 +15,16 @@
  *
  * Each SET is a file holding one set's output: its log (the `round N` lines)
  * or its `--json`. Variants are those of the first set that every set has.
+ *
+ * Sets run with `--skip` also get, for each variant with a `.late` twin, how
+ * much more its requests/s rose from the whole slot to its late part than the
+ * baseline's did (each process's late/whole, a variant's mean in a round,
+ * over the baseline's): above 1, the variant pays more than the baseline in
+ * a slot's first part.
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { median, readSet, verdict } from './interval.mjs';
+import { mean, median, readSet, verdict } from './interval.mjs';
 import { intervalOf } from './rounds.mjs';
 
 const HELP =
@@ -88,13 +94,41 @@ if (!variants.includes(baseline)) {
   process.exit(2);
 }
 const rounds = sets.reduce((n, s) => n + s.measured.length, 0);
+const late = (v) => `${v}.late`;
+/** A `.late` twin is measured against the baseline's twin, when the sets have it. */
+const twinBase = variants.includes(late(baseline)) ? late(baseline) : baseline;
+const baseOf = (v) => (v.endsWith('.late') && !baseline.endsWith('.late') ? twinBase : baseline);
 console.log(`pool: ${sets.length} sets, ${rounds} rounds; ratio to ${baseline}`);
 for (const v of variants) {
-  if (v === baseline) continue;
-  const ratios = sets.flatMap((s) => s.measured.map((r) => r.cells[v].rps / r.cells[baseline].rps));
+  if (v === baseline || v === twinBase) continue;
+  const base = baseOf(v);
+  const ratios = sets.flatMap((s) => s.measured.map((r) => r.cells[v].rps / r.cells[base].rps));
   const ratio = median(ratios);
-  const interval = intervalOf(sets, v, baseline);
+  const interval = intervalOf(sets, v, base);
   const span = interval.map((x) => x.toFixed(3)).join('–');
   const said = goal === undefined ? '' : `  >= ${goal}: ${verdict(ratio, interval, goal)}`;
-  console.log(`  ${v.padEnd(24)} ${ratio.toFixed(3)} (95 % interval ${span})${said}`);
+  const of = base === baseline ? '' : ` of ${base}`;
+  console.log(`  ${v.padEnd(24)} ${ratio.toFixed(3)}${of} (95 % interval ${span})${said}`);
+}
+
+/** A round's mean over `v`'s processes of late/whole requests/s (or of its one figure). */
+function rise(cells, v) {
+  const whole = cells[v].processes ?? [cells[v]];
+  const part = cells[late(v)].processes ?? [cells[late(v)]];
+  return mean(whole.map((p, k) => part[k].rps / p.rps));
+}
+const twins = variants.filter((v) => v !== baseline && variants.includes(late(v)));
+if (twins.length > 0 && variants.includes(late(baseline))) {
+  console.log(
+    `a slot's late part against the whole, over ${baseline}'s (mean, median, rounds above 1)`,
+  );
+  for (const v of twins) {
+    const rises = sets.flatMap((s) =>
+      s.measured.map((r) => rise(r.cells, v) / rise(r.cells, baseline)),
+    );
+    const above = rises.filter((x) => x > 1).length;
+    console.log(
+      `  ${v.padEnd(24)} ${mean(rises).toFixed(3)}, ${median(rises).toFixed(3)}, ${above} of ${rises.length}`,
+    );
+  }
 }
