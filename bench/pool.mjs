@@ -25,7 +25,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { mean, median, readSet, verdict } from './interval.mjs';
-import { intervalOf } from './rounds.mjs';
+import { intervalOf, late } from './rounds.mjs';
 
 const HELP =
   'Usage: npm run build && node bench/pool.mjs [--baseline bare] [--goal 0.95] [--same A=B]... SET...';
@@ -94,7 +94,6 @@ if (!variants.includes(baseline)) {
   process.exit(2);
 }
 const rounds = sets.reduce((n, s) => n + s.measured.length, 0);
-const late = (v) => `${v}.late`;
 /** A `.late` twin is measured against the baseline's twin, when the sets have it. */
 const twinBase = variants.includes(late(baseline)) ? late(baseline) : baseline;
 const baseOf = (v) => (v.endsWith('.late') && !baseline.endsWith('.late') ? twinBase : baseline);

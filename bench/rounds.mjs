@@ -24,6 +24,9 @@
  *
  *   const result = await runRounds({ name, file, variants, baselines, duration,
  *                                    rounds, warmup, concurrency, bodyBytes, processes });
+ *
+ * `result.variants` and `result.baselines` name what it measured: the
+ * config's, and with `skip` their twins.
  */
 import { fork } from 'node:child_process';
 import { loadavg } from 'node:os';
@@ -62,14 +65,17 @@ export function intervalOf(sets, variant, baseline) {
   return pooledInterval(sets, variant, baseline, seededRandom(0x5ca1ab1e, 'bench:interval'));
 }
 
+/** The name of `variant`'s twin measured without a slot's first part (`skip`). */
+export const late = (variant) => `${variant}.late`;
+
 export async function runRounds(config) {
   const { name, file, duration, rounds, warmup, concurrency } = config;
   const processes = config.processes ?? 1;
   const skip = config.skip ?? 0;
-  const late = (v) => `${v}.late`;
   const variants = [...config.variants, ...(skip > 0 ? config.variants.map(late) : [])];
-  const baseOf = (v) =>
-    v.endsWith('.late') ? late(config.baselines[v.slice(0, -5)]) : config.baselines[v];
+  const baselines = { ...config.baselines };
+  if (skip > 0) for (const v of config.variants) baselines[late(v)] = late(baselines[v]);
+  const baseOf = (v) => baselines[v];
   const log = config.log ?? ((m) => console.error(m));
   const slots = config.variants.flatMap((v) => Array.from({ length: processes }, (_, k) => [v, k]));
   const maxSeconds = Math.ceil((rounds + warmup) * slots.length * duration * 1.5 + 60);
@@ -167,6 +173,8 @@ export async function runRounds(config) {
     }
     const loads = measured.map((r) => r.load);
     return {
+      variants,
+      baselines,
       summary,
       rounds: out,
       info,

@@ -169,12 +169,10 @@ console.error(
 );
 const result = await runRounds(config).catch((error) => fail(error.stack ?? error));
 const info = result.info[ordered[0]];
-const shown = config.skip > 0 ? [...ordered, ...ordered.map((v) => `${v}.late`)] : ordered;
-for (const v of ordered) if (config.skip > 0) baselines[`${v}.late`] = `${baselines[v]}.late`;
 if (args.json) {
   console.log(JSON.stringify({ config, ...result }, null, 2));
 } else {
-  printTable(result, shown, baselines, goals);
+  printTable(result, result.variants, result.baselines, goals);
   console.log(
     `ratio = variant/baseline requests/s within a round, median over ${config.rounds} rounds ` +
       (config.processes > 1

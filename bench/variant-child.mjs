@@ -36,7 +36,7 @@ async function measure(duration, concurrency, skip = 0) {
   const t0 = performance.now();
   const end = t0 + duration * 1000;
   // The count, clock and CPU at the first response completed `skip` ms in.
-  let mark = skip > 0 ? undefined : { ok: 0, t: t0, cpu: cpu0 };
+  let mark;
   const worker = async () => {
     let now = t0;
     while (now < end) {
