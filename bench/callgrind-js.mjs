@@ -10,6 +10,7 @@
  *   node bench/callgrind-js.mjs A.short A.long B.short B.long     # B − A
  *   … --by file|function (default file) --top 40
  *   … --callers Builtins_KeyedStoreIC   # who calls it, inclusive instructions a request
+ *   … --event I1mr    # another event than instructions: files written with --cache-sim=yes
  *
  * The reading, and how JIT code is named, is bench/callgrind.mjs's.
  */
@@ -22,12 +23,13 @@ const { values: opts, positionals } = parseArgs({
     by: { type: 'string', default: 'file' },
     top: { type: 'string', default: '40' },
     callers: { type: 'string' },
+    event: { type: 'string', default: 'Ir' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (opts.help || (positionals.length !== 2 && positionals.length !== 4)) {
   console.log(
-    'Usage: node bench/callgrind-js.mjs SHORT.out LONG.out [SHORT_B.out LONG_B.out] [--by file|function] [--top N]',
+    'Usage: node bench/callgrind-js.mjs SHORT.out LONG.out [SHORT_B.out LONG_B.out] [--by file|function] [--top N] [--event Ir|I1mr|…]',
   );
   process.exit(opts.help ? 0 : 2);
 }
@@ -37,7 +39,7 @@ if (!Number.isInteger(top) || top < 1)
 
 function perRequest(shortFile, longFile) {
   const read = (file) => {
-    const r = readCallgrind(file, { by: opts.by, callersOf: opts.callers });
+    const r = readCallgrind(file, { by: opts.by, callersOf: opts.callers, event: opts.event });
     return { requests: r.requests, costs: opts.callers === undefined ? r.costs : r.callers };
   };
   const a = read(shortFile);
@@ -61,7 +63,7 @@ const rows = [...new Set([...A.keys(), ...(B?.keys() ?? [])])].map((key) => {
 });
 if (B === undefined) {
   rows.sort((x, y) => y.a - x.a);
-  console.log(`total ${Math.round(total(A))} instructions a request`);
+  console.log(`total ${Math.round(total(A))} ${opts.event} a request`);
   for (const r of rows.slice(0, top))
     console.log(`${Math.round(r.a).toString().padStart(8)}  ${r.key}`);
 } else {

@@ -76,11 +76,25 @@ function jitKey(name, by) {
     : `${kind[1]}:${kind[1] === 'Builtin' ? name.slice(kind[0].length) : ''}`;
 }
 
-/** Self instructions by key ('file' or 'function') of one callgrind file. */
-export function readCallgrind(file, { by = 'file', callersOf } = {}) {
+/**
+ * Self costs by key ('file' or 'function') of one callgrind file: of
+ * `event`, instructions (`Ir`) by default, or one of the cache simulation's
+ * (`I1mr`, `D1mr`, … with `--cache-sim=yes`).
+ */
+export function readCallgrind(file, { by = 'file', callersOf, event = 'Ir' } = {}) {
   if (by !== 'file' && by !== 'function')
     throw new RangeError(`by must be file or function, got ${JSON.stringify(by)}`);
   const text = readFileSync(file, 'utf8');
+  const events = /^events: (.+)$/m.exec(text)?.[1].trim().split(/\s+/) ?? ['Ir'];
+  const which = events.indexOf(event);
+  if (which < 0)
+    throw new RangeError(
+      `${file} has no event ${JSON.stringify(event)} (it has ${events.join(' ')})`,
+    );
+  // A cost line is its positions (the instruction's address, the line), then one cost an event;
+  // callgrind leaves trailing zero costs out.
+  const column = (/^positions: (.+)$/m.exec(text)?.[1].trim().split(/\s+/).length ?? 1) + which;
+  const cost = (parts) => Number(parts[column] ?? 0);
   const pid = /^pid: (\d+)/m.exec(text)?.[1];
   const entries = pid === undefined ? [] : perfMap(pid);
   const costs = new Map();
@@ -121,12 +135,12 @@ export function readCallgrind(file, { by = 'file', callersOf } = {}) {
         if (callsTo) {
           const parts = line.split(' ');
           const key = (jit ? lookup(entries, Number(parts[0])) : fn) ?? 'JIT (unnamed)';
-          callers.set(key, (callers.get(key) ?? 0) + Number(parts[parts.length - 1]));
+          callers.set(key, (callers.get(key) ?? 0) + cost(parts));
         }
         continue;
       }
       const parts = line.split(' ');
-      const ir = Number(parts[parts.length - 1]);
+      const ir = cost(parts);
       total += ir;
       if (isCompiler) compile += ir;
       let key;
@@ -141,7 +155,10 @@ export function readCallgrind(file, { by = 'file', callersOf } = {}) {
       costs.set(key, (costs.get(key) ?? 0) + ir);
     }
   }
-  const summary = Number(/^summary: (\d+)/m.exec(text)?.[1] ?? /^totals: (\d+)/m.exec(text)?.[1]);
+  // `totals:` is the sum of this part's cost lines; `summary:` can hold a few more (the cache
+  // simulation's), so it is the check only when there are no totals.
+  const sums = /^totals: (.+)$/m.exec(text) ?? /^summary: (.+)$/m.exec(text);
+  const summary = Number(sums?.[1].trim().split(/\s+/)[which] ?? 0);
   if (summary !== total)
     throw new Error(`${file}: self costs sum to ${total}, the file says ${summary}`);
   const requests = Number(/profile-variant\.mjs \S+ (\d+)/.exec(text)?.[1]);
