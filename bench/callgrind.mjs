@@ -85,7 +85,9 @@ export function readCallgrind(file, { by = 'file', callersOf, event = 'Ir' } = {
   if (by !== 'file' && by !== 'function')
     throw new RangeError(`by must be file or function, got ${JSON.stringify(by)}`);
   const text = readFileSync(file, 'utf8');
-  const events = /^events: (.+)$/m.exec(text)?.[1].trim().split(/\s+/) ?? ['Ir'];
+  /** The fields of the file's `name:` line, if it has one. */
+  const fields = (name) => new RegExp(`^${name}: (.+)$`, 'm').exec(text)?.[1].trim().split(/\s+/);
+  const events = fields('events') ?? ['Ir'];
   const which = events.indexOf(event);
   if (which < 0)
     throw new RangeError(
@@ -93,7 +95,7 @@ export function readCallgrind(file, { by = 'file', callersOf, event = 'Ir' } = {
     );
   // A cost line is its positions (the instruction's address, the line), then one cost an event;
   // callgrind leaves trailing zero costs out.
-  const column = (/^positions: (.+)$/m.exec(text)?.[1].trim().split(/\s+/).length ?? 1) + which;
+  const column = (fields('positions')?.length ?? 1) + which;
   const cost = (parts) => Number(parts[column] ?? 0);
   const pid = /^pid: (\d+)/m.exec(text)?.[1];
   const entries = pid === undefined ? [] : perfMap(pid);
@@ -157,8 +159,7 @@ export function readCallgrind(file, { by = 'file', callersOf, event = 'Ir' } = {
   }
   // `totals:` is the sum of this part's cost lines; `summary:` can hold a few more (the cache
   // simulation's), so it is the check only when there are no totals.
-  const sums = /^totals: (.+)$/m.exec(text) ?? /^summary: (.+)$/m.exec(text);
-  const summary = Number(sums?.[1].trim().split(/\s+/)[which] ?? 0);
+  const summary = Number((fields('totals') ?? fields('summary'))?.[which] ?? 0);
   if (summary !== total)
     throw new Error(`${file}: self costs sum to ${total}, the file says ${summary}`);
   const requests = Number(/profile-variant\.mjs \S+ (\d+)/.exec(text)?.[1]);

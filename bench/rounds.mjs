@@ -75,7 +75,6 @@ export async function runRounds(config) {
   const variants = [...config.variants, ...(skip > 0 ? config.variants.map(late) : [])];
   const baselines = { ...config.baselines };
   if (skip > 0) for (const v of config.variants) baselines[late(v)] = late(baselines[v]);
-  const baseOf = (v) => baselines[v];
   const log = config.log ?? ((m) => console.error(m));
   const slots = config.variants.flatMap((v) => Array.from({ length: processes }, (_, k) => [v, k]));
   const maxSeconds = Math.ceil((rounds + warmup) * slots.length * duration * 1.5 + 60);
@@ -130,8 +129,8 @@ export async function runRounds(config) {
         };
       }
       for (const v of variants) {
-        cells[v].ratio = cells[v].rps / cells[baseOf(v)].rps;
-        cells[v].cpuRatio = cells[baseOf(v)].cpuPerRequest / cells[v].cpuPerRequest;
+        cells[v].ratio = cells[v].rps / cells[baselines[v]].rps;
+        cells[v].cpuRatio = cells[baselines[v]].cpuPerRequest / cells[v].cpuPerRequest;
       }
       const round = { round: r - warmup + 1, warmup: r < warmup, load, order, cells };
       out.push(round);
@@ -161,10 +160,10 @@ export async function runRounds(config) {
         ratioMax: Math.max(...ratios),
         cpuPerRequest: median(measured.map((r) => r.cells[v].cpuPerRequest)),
         cpuRatio: median(measured.map((r) => r.cells[v].cpuRatio)),
-        interval: intervalOf([{ measured, processes }], v, baseOf(v)),
+        interval: intervalOf([{ measured, processes }], v, baselines[v]),
       };
       if (processes > 1) {
-        const base = median(measured.map((r) => r.cells[baseOf(v)].rps));
+        const base = median(measured.map((r) => r.cells[baselines[v]].rps));
         const own = Array.from({ length: processes }, (_, k) =>
           median(measured.map((r) => r.cells[v].processes[k].rps)),
         );

@@ -12,8 +12,16 @@ import { readCallgrind } from '../../bench/callgrind.mjs';
 const dir = mkdtempSync(join(tmpdir(), 'staunch-callgrind-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** A callgrind file of two functions in node's binary; costs per line after the positions. */
-function file(name: string, events: string, lines: readonly string[], summary: string): string {
+/**
+ * A callgrind file of two functions in node's binary: costs per line after
+ * the positions, then the `sums` lines (`summary:`, `totals:`).
+ */
+function file(
+  name: string,
+  events: string,
+  lines: readonly string[],
+  sums: readonly string[],
+): string {
   const path = join(dir, name);
   writeFileSync(
     path,
@@ -28,7 +36,7 @@ function file(name: string, events: string, lines: readonly string[], summary: s
       ...lines.slice(0, 2),
       'fn=uv_run',
       ...lines.slice(2),
-      `summary: ${summary}`,
+      ...sums,
       '',
     ].join('\n'),
   );
@@ -41,7 +49,7 @@ describe('readCallgrind', () => {
     'Ir I1mr D1mr',
     // The second line leaves its trailing zero costs out, as callgrind does.
     ['0x10 12 100 3 1', '0x14 12 50', '0x20 40 7 1 2'],
-    '157 4 3',
+    ['summary: 157 4 3'],
   );
 
   it('reads instructions by default, and the requests of the run', () => {
@@ -72,13 +80,18 @@ describe('readCallgrind', () => {
       'Ir I1mr',
       ['0x10 12 100 3', '0x14 12 50', '0x20 40 7 1'],
       // callgrind's summary can count a few more than the totals of the cost lines.
-      '189 5\ntotals: 157 4',
+      ['summary: 189 5', 'totals: 157 4'],
     );
     expect(readCallgrind(both, { event: 'I1mr' }).total).toBe(4);
   });
 
   it('fails when the costs do not add up to the summary', () => {
-    const wrong = file('wrong.out', 'Ir', ['0x10 12 100', '0x14 12 50', '0x20 40 7'], '158');
+    const wrong = file(
+      'wrong.out',
+      'Ir',
+      ['0x10 12 100', '0x14 12 50', '0x20 40 7'],
+      ['summary: 158'],
+    );
     expect(() => readCallgrind(wrong)).toThrow(/self costs sum to 157, the file says 158/);
   });
 });
