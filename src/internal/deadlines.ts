@@ -19,7 +19,7 @@
  * first tick that finds none: a busy process keeps one ref'd timer all along
  * instead of making and clearing one each time the list empties and fills.
  */
-import { type Clock, noop, startTimer, systemClock } from './clock.js';
+import { type Clock, noop, startTimer, systemClock, timerDelay } from './clock.js';
 
 /** A deadline set by {@link startDeadline}: `cancel()` before it fires, and it never will. */
 export interface Deadline {
@@ -105,7 +105,7 @@ class List {
   /** Arms the list's timer for `at`, `ms` from now (in place of one armed for later, if any). */
   armFor(at: number, ms: number): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = setTimeout(this.onTimer, ms);
+    this.timer = setTimeout(this.onTimer, timerDelay(ms));
     this.due = at;
   }
 
@@ -131,7 +131,7 @@ class List {
       e.own = setTimeout(() => {
         e.own = undefined;
         call(onFire);
-      }, ms);
+      }, timerDelay(ms));
       return e;
     }
     e.linked = true;

@@ -4,6 +4,8 @@
  * decisions that sends a key to local state.
  */
 
+import { timerDelay } from '../internal/clock.js';
+
 /** A decision not answered within its patience: its key goes local. */
 export class StoreTimeoutError extends Error {
   override name = 'TimeoutError';
@@ -59,7 +61,7 @@ export function within<T>(
           }
           fail(verdict);
         });
-      }, ms);
+      }, timerDelay(ms));
       timer.unref?.();
     };
     arm(first);
