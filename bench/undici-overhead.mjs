@@ -27,7 +27,10 @@
  *   `STAUNCH_SPIN_NS` (700) of pure CPU a request, to see how a cost measured
  *   without a network (agent-stub-cost.mjs) shows on loopback; `floor-timer`:
  *   floor-wrap beside one ref'd timer re-armed every 100 ms (the steady deadline
- *   list's); `floor-hrtime`: floor-wrap plus a `process.hrtime()` a request.
+ *   list's); `floor-hrtime`: floor-wrap plus a `process.hrtime()` a request;
+ *   `floor-policies`: the least a layer with policies on must do for a
+ *   success (the probe's subscription, a per-origin record, the clock read at
+ *   send and response, a count and a weight for each), and nothing more.
  * fetch variants, as ratios to `global-fetch` (Node's own, its bundled undici):
  * - `staunch-undici-fetch`: `createFetch()` of staunch/undici (goal >= 1.5);
  * - `undici-fetch`: npm undici's `fetch` over an `Agent` of the same settings;

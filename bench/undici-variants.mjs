@@ -42,6 +42,7 @@ export const REQUEST_VARIANTS = [
   'floor-spin',
   'floor-timer',
   'floor-hrtime',
+  'floor-policies',
 ];
 export const FETCH_VARIANTS = [
   'global-fetch',
@@ -131,6 +132,8 @@ async function dispatcherFor(name) {
         return relay;
       });
     }
+    case 'floor-policies':
+      return policiesFloor(new Agent(settings));
     case 'floor-watch': {
       const { subscribe } = await import('node:diagnostics_channel');
       subscribe('undici:client:sendHeaders', () => {});
@@ -152,7 +155,7 @@ async function forwarding(agent, wrap) {
   const { Dispatcher } = await import('undici');
   class Forwarding extends Dispatcher {
     dispatch(opts, handler) {
-      return agent.dispatch(opts, wrap(handler));
+      return agent.dispatch(opts, wrap(handler, opts));
     }
     close() {
       return agent.close();
@@ -183,6 +186,76 @@ export class Relay {
   onError(err) {
     this.handler.onError(err);
   }
+}
+
+/**
+ * `floor-policies`: the least any retry layer with policies on must do for a
+ * success, and nothing more: floor-wrap, plus the stale-race probe's
+ * `undici:client:sendHeaders` subscription, a per-origin record found by the
+ * origin string, the clock read at the send and at the response, and a
+ * count and a time-weight for each (what a breaker, a budget and an adaptive
+ * limiter learn from). What staunch's `createAgent()` costs beyond this is
+ * its design, not the job.
+ */
+async function policiesFloor(agent) {
+  const { subscribe } = await import('node:diagnostics_channel');
+  let pending;
+  const used = new WeakSet();
+  subscribe('undici:client:sendHeaders', (message) => {
+    const relay = pending;
+    pending = undefined;
+    const socket = message?.socket;
+    if (relay === undefined || typeof socket !== 'object' || socket === null) return;
+    relay.reused = used.has(socket);
+    if (!relay.reused) used.add(socket);
+    relay.bytesRead = socket.bytesRead;
+  });
+  const records = new Map();
+  const weights = Float64Array.from({ length: 1001 }, (_, ms) => Math.exp(ms / 10_000));
+  class Counted extends Relay {
+    constructor(handler, record, now) {
+      super(handler);
+      this.record = record;
+      this.sentAt = now;
+      this.reused = false;
+      this.bytesRead = 0;
+    }
+    onConnect(abort, context) {
+      pending = this;
+      super.onConnect(abort, context);
+    }
+    onHeaders(status, headers, resume, text) {
+      if (status >= 200 && status < 400) {
+        const r = this.record;
+        const now = Date.now();
+        r.oks++;
+        r.okWeight += weights[Math.min(1000, Math.max(0, now - r.from))];
+        r.lastOk = now;
+      }
+      return super.onHeaders(status, headers, resume, text);
+    }
+  }
+  return forwarding(agent, (handler, opts) => {
+    const origin = typeof opts.origin === 'string' ? opts.origin : String(opts.origin);
+    let r = records.get(origin);
+    if (r === undefined) {
+      r = {
+        from: Date.now(),
+        sends: 0,
+        sendWeight: 0,
+        lastSend: 0,
+        oks: 0,
+        okWeight: 0,
+        lastOk: 0,
+      };
+      records.set(origin, r);
+    }
+    const now = Date.now();
+    r.sends++;
+    r.sendWeight += weights[Math.min(1000, Math.max(0, now - r.from))];
+    r.lastSend = now;
+    return new Counted(handler, r, now);
+  });
 }
 
 async function fetchFor(name) {
