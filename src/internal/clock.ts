@@ -30,8 +30,8 @@ export type Random = () => number;
  * remainder computed in optimised code, even when whole) changes that field's
  * representation for every `Timeout` of the process, undici's keep-alive
  * timer of each request included: the timer code is de-optimised, and each
- * later `Timeout` carries a boxed number (about 900 instructions a request
- * more for undici's own timers on Node 26, docs/benchmarks.md). Rounding up
+ * later `Timeout` carries a boxed number (docs/benchmarks.md, "Node's timers
+ * kept whole"). Rounding up
  * changes nothing else: Node fires a timer once at least `ms` has passed on
  * its whole-millisecond clock.
  * @internal
