@@ -212,6 +212,8 @@ async function policiesFloor(agent) {
   });
   const records = new Map();
   const weights = Float64Array.from({ length: 1001 }, (_, ms) => Math.exp(ms / 10_000));
+  /** The time weight of an event of record `r` at `now` (a table, as staunch's ledger reads). */
+  const weigh = (r, now) => weights[Math.min(1000, Math.max(0, now - r.from))];
   class Counted extends Relay {
     constructor(handler, record, now) {
       super(handler);
@@ -229,7 +231,7 @@ async function policiesFloor(agent) {
         const r = this.record;
         const now = Date.now();
         r.oks++;
-        r.okWeight += weights[Math.min(1000, Math.max(0, now - r.from))];
+        r.okWeight += weigh(r, now);
         r.lastOk = now;
       }
       return super.onHeaders(status, headers, resume, text);
@@ -252,7 +254,7 @@ async function policiesFloor(agent) {
     }
     const now = Date.now();
     r.sends++;
-    r.sendWeight += weights[Math.min(1000, Math.max(0, now - r.from))];
+    r.sendWeight += weigh(r, now);
     r.lastSend = now;
     return new Counted(handler, r, now);
   });

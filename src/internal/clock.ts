@@ -31,15 +31,15 @@ export type Random = () => number;
  * representation for every `Timeout` of the process, undici's keep-alive
  * timer of each request included: the timer code is de-optimised, and each
  * later `Timeout` carries a boxed number (docs/benchmarks.md, "Node's timers
- * kept whole"). Rounding up
- * changes nothing else: Node fires a timer once at least `ms` has passed on
- * its whole-millisecond clock.
+ * kept whole"). Rounding up changes nothing else: Node fires a timer once at
+ * least `ms` has passed on its whole-millisecond clock, and stores 1 for a
+ * delay under 1 or not a number.
  * @internal
  */
 export function timerDelay(ms: number): number {
   const whole = Math.ceil(ms);
   // `| 0` makes it an int32, which V8 passes as a small integer (up to 2^30 everywhere).
-  return whole >= 0 && whole < 0x40000000 ? whole | 0 : whole;
+  return whole < 0x40000000 ? whole | 0 : whole;
 }
 
 function systemSleep(ms: number, signal?: AbortSignal): Promise<void> {
