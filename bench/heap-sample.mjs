@@ -8,9 +8,11 @@
  *
  *   npm run build && node bench/heap-sample.mjs VARIANT [requests=50000] [warmup=40000] [top=25]
  *
- * Sampled every 256 bytes: a function's figure is an estimate (within a few
- * per cent over 50,000 requests), and V8's inlining moves bytes between a
- * function and its caller from one process to the next.
+ * Sampled every 256 bytes: the total repeated within 0.2 % over three
+ * processes of one variant, but a single function's figure is an estimate
+ * that moved by up to a third between processes (V8's inlining moves bytes
+ * between a function and its caller): compare totals, read functions as
+ * where to look.
  */
 import { Session } from 'node:inspector/promises';
 import { startServer } from './child-server.mjs';
