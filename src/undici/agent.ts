@@ -19,7 +19,8 @@ import { Agent, buildConnector, Dispatcher } from 'undici';
 import { LEGACY_CORE } from './attempt.js';
 import { passesThrough } from './call.js';
 import { type ClientOptions, resolveUndiciRuntime, type UndiciRuntime } from './client.js';
-import { heldByUndici, runFirst, runFirstStarted } from './first.js';
+import { heldByUndici, runFirstStarted } from './first.js';
+import { runLegacy } from './lean.js';
 import { isNewApi, LegacyCaller, type LegacyHandler } from './legacy.js';
 import {
   type ResolvedTransport,
@@ -94,8 +95,7 @@ class StaunchAgent extends Dispatcher {
   ): boolean {
     if (passesThrough(opts)) return this.#agent.dispatch(opts, handler);
     if (isNewApi(handler)) runFirstStarted(this.#client, this.#dispatch, opts, handler, false);
-    else if (LEGACY_CORE)
-      runFirst(this.#client, this.#dispatch, opts, handler as LegacyHandler, false);
+    else if (LEGACY_CORE) runLegacy(this.#client, this.#dispatch, opts, handler as LegacyHandler);
     else {
       const caller = new LegacyCaller(handler as LegacyHandler);
       runFirstStarted(this.#client, this.#dispatch, opts, caller, false);

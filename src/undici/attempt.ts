@@ -116,7 +116,8 @@ export function deliverError(handler: Handler, controller: Controller, error: Er
 
 const NO_HEADERS: IncomingHttpHeaders = Object.freeze({});
 
-const parseHeaders = undici.util.parseHeaders as (raw: Buffer[]) => IncomingHttpHeaders;
+/** undici's own parser of raw response headers into a record. */
+export const parseHeaders = undici.util.parseHeaders as (raw: Buffer[]) => IncomingHttpHeaders;
 
 /**
  * Whether undici's own dispatchers speak the legacy handler API (undici 7:
@@ -125,6 +126,44 @@ const parseHeaders = undici.util.parseHeaders as (raw: Buffer[]) => IncomingHttp
  * and exports `Dispatcher1Wrapper` for legacy dispatchers.
  */
 export const LEGACY_CORE: boolean = !('Dispatcher1Wrapper' in undici);
+
+/**
+ * One response header (`name` in lower case) of undici's raw headers,
+ * without parsing them all. Repeated headers are joined with `, `, as
+ * `readHeader` (server-delay.ts) does for a record.
+ */
+export function rawHeader(raw: readonly Buffer[], name: string): string | undefined {
+  let found: string | undefined;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const key = raw[i]!;
+    if (key.length !== name.length || key.toString('latin1').toLowerCase() !== name) continue;
+    const v = raw[i + 1] as Buffer | Buffer[] | string;
+    const value =
+      typeof v === 'string'
+        ? v
+        : Array.isArray(v)
+          ? v.map((x) => x.toString('latin1')).join(', ')
+          : v.toString('latin1');
+    found = found === undefined ? value : `${found}, ${value}`;
+  }
+  return found;
+}
+
+/**
+ * Whether undici's raw headers carry one of the quota headers the pacing
+ * readers look for on a success (`hasQuotaHeaders` in server-delay.ts): one
+ * pass over the names, only names of those lengths compared.
+ */
+export function hasQuotaRaw(raw: readonly Buffer[]): boolean {
+  for (let i = 0; i < raw.length; i += 2) {
+    const n = raw[i]!.length;
+    if (n !== 9 && n !== 19 && n !== 21) continue;
+    const name = raw[i]!.toString('latin1').toLowerCase();
+    if (name === 'ratelimit' || name === 'ratelimit-remaining' || name === 'x-ratelimit-remaining')
+      return true;
+  }
+  return false;
+}
 
 /**
  * What every attempt of the undici adapters is before its response is
@@ -160,20 +199,7 @@ export abstract class AttemptHead implements Probe {
       const value = this.headers[name];
       return Array.isArray(value) ? value.join(', ') : value;
     }
-    let found: string | undefined;
-    for (let i = 0; i + 1 < raw.length; i += 2) {
-      const key = raw[i]!;
-      if (key.length !== name.length || key.toString('latin1').toLowerCase() !== name) continue;
-      const v = raw[i + 1] as Buffer | Buffer[] | string;
-      const value =
-        typeof v === 'string'
-          ? v
-          : Array.isArray(v)
-            ? v.map((x) => x.toString('latin1')).join(', ')
-            : v.toString('latin1');
-      found = found === undefined ? value : `${found}, ${value}`;
-    }
-    return found;
+    return rawHeader(raw, name);
   }
 
   /**
@@ -184,18 +210,7 @@ export abstract class AttemptHead implements Probe {
   hasQuotaHeaders(): boolean {
     const raw = this.rawHeaders;
     if (raw === undefined || this.parsed !== undefined) return hasQuotaRecord(this.headers);
-    for (let i = 0; i < raw.length; i += 2) {
-      const n = raw[i]!.length;
-      if (n !== 9 && n !== 19 && n !== 21) continue;
-      const name = raw[i]!.toString('latin1').toLowerCase();
-      if (
-        name === 'ratelimit' ||
-        name === 'ratelimit-remaining' ||
-        name === 'x-ratelimit-remaining'
-      )
-        return true;
-    }
-    return false;
+    return hasQuotaRaw(raw);
   }
 }
 

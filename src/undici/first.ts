@@ -40,7 +40,7 @@ import { originOf, prepare, type StaunchDispatchOptions, surface } from './call.
 import type { UndiciRuntime } from './client.js';
 import { LegacyCaller, type LegacyHandler } from './legacy.js';
 import type { ResolvedTransport } from './options.js';
-import { expectSend, markIfStale } from './stale.js';
+import { expectSend, markIfStale, type Probe } from './stale.js';
 
 type Controller = Dispatcher.DispatchController;
 type Handler = Dispatcher.DispatchHandler;
@@ -117,10 +117,16 @@ export function heldByUndici(runtime: UndiciRuntime, t: ResolvedTransport): bool
   );
 }
 
+/** A held attempt 1 not written yet when undici said its pool was full. */
+export interface Unwritten {
+  /** `true`: not written yet, look again; at the `last` look it takes staunch's deadline. */
+  lookedAt(last: boolean): boolean;
+}
+
 /** Held attempts not written when undici said its pool was full, since the last look. */
-let unwritten: FirstBase[] = [];
+let unwritten: Unwritten[] = [];
 /** Those not written at the last look either: the next look gives them staunch's deadline. */
-let stillUnwritten: FirstBase[] = [];
+let stillUnwritten: Unwritten[] = [];
 let looking = false;
 
 /**
@@ -130,7 +136,7 @@ let looking = false;
  * request took its last free connection: most such requests are written an
  * immediate later. One immediate for all of them.
  */
-function awaitWrite(first: FirstBase): void {
+export function awaitWrite(first: Unwritten): void {
   unwritten.push(first);
   if (!looking) {
     looking = true;
@@ -160,16 +166,32 @@ function lookAtWrites(): void {
  * wrote it and still be left to undici's timer, which runs from the write:
  * about the precision of that timer.
  */
-const HELD_SLACK_MS = 500;
+export const HELD_SLACK_MS = 500;
 
 /** Where attempt 1 is. */
-enum State {
+export enum State {
   /** Sent, before its response. */
   Waiting,
   /** A success, handed straight to the caller's handler. */
   Forwarding,
   /** The executor has the outcome; a response is the adopted attempt's. */
   Handed,
+}
+
+/**
+ * A held attempt 1 sent on the lean path by lean.ts's handler, as
+ * {@link LegacyFirst.takeOver} takes it over: admitted with `gate`, sent at
+ * `sentAt`, written once `abort` (undici's) is known, where `socket` says.
+ */
+export interface LeanState extends Probe {
+  readonly gate: Gate | undefined;
+  readonly key: string;
+  readonly sentAt: number;
+  readonly dispatch: Dispatcher.Dispatch;
+  readonly opts: Dispatcher.DispatchOptions;
+  readonly method: string;
+  readonly origin: string;
+  readonly abort: ((reason?: Error) => void) | undefined;
 }
 
 /** The raw headers stand for the parsed ones for a legacy caller (legacy.ts). */
@@ -180,7 +202,7 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt>, Poli
   protected readonly client: UndiciRuntime;
   #logical: AbortToken | undefined;
   protected ticket: FirstTicket | undefined;
-  protected state = State.Waiting;
+  protected state: State = State.Waiting;
   /** An abort asked for before undici connected the dispatch. */
   protected abortReason: Error | undefined;
   #deadline: Deadline | undefined;
@@ -220,20 +242,58 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt>, Poli
    * first (`Executor.first`).
    */
   run(dispatch: Dispatcher.Dispatch, opts: Dispatcher.DispatchOptions, mark: boolean): void {
-    let call: ReturnType<typeof prepare>;
     try {
       this.announce();
       if (!mark && this.#runLean(dispatch, opts)) return;
+    } catch (error) {
+      this.reject(error);
+      return;
+    }
+    this.runFull(dispatch, opts, mark, this.#key);
+  }
+
+  /**
+   * Attempt 1 with the logical request built first (`Executor.first`), the
+   * caller told already; `key`: the policy key, if the lean path asked for
+   * it already (the key function is asked once a request).
+   */
+  runFull(
+    dispatch: Dispatcher.Dispatch,
+    opts: Dispatcher.DispatchOptions,
+    mark: boolean,
+    key: string | undefined,
+  ): void {
+    let call: ReturnType<typeof prepare>;
+    try {
       call = prepare(this.client, dispatch, opts, this.logical.signal, mark);
     } catch (error) {
       this.reject(error);
       return;
     }
-    // The policy key, if the lean path asked for it already.
-    const ticket = this.client.executor.first(call, call, this, this.#key);
+    this.#key = key;
+    const ticket = this.client.executor.first(call, call, this, key);
     if (ticket === undefined) return;
     this.ticket = ticket;
     this.#send(dispatch, call.options, ticket.limit);
+  }
+
+  /**
+   * Takes over a held attempt 1 that a {@link LeanState} (lean.ts) admitted
+   * and sent, when something other than a plain success happens to it: from
+   * here on it goes exactly as if this handler had sent it on the lean path.
+   */
+  takeOver(lean: LeanState): void {
+    this.#held = true;
+    this.#gate = lean.gate;
+    this.#key = lean.key;
+    this.#sentAt = lean.sentAt;
+    this.#dispatch = lean.dispatch;
+    this.#opts = lean.opts;
+    this.method = lean.method;
+    this.origin = lean.origin;
+    this.socket = lean.socket;
+    this.reused = lean.reused;
+    this.bytesRead = lean.bytesRead;
   }
 
   /**
@@ -485,8 +545,11 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt>, Poli
   protected abstract callerHandler(): Handler;
 }
 
-/** Attempt 1 on undici 7's legacy handler API, for a legacy caller. */
-class LegacyFirst extends FirstBase {
+/**
+ * Attempt 1 on undici 7's legacy handler API, for a legacy caller.
+ * @internal
+ */
+export class LegacyFirst extends FirstBase {
   readonly #caller: LegacyHandler;
   /** undici's abort of this dispatch, from `onConnect`. */
   #abort: ((reason?: Error) => void) | undefined;
@@ -507,6 +570,11 @@ class LegacyFirst extends FirstBase {
 
   protected get written(): boolean {
     return this.#abort !== undefined;
+  }
+
+  override takeOver(lean: LeanState): void {
+    super.takeOver(lean);
+    this.#abort = lean.abort;
   }
 
   protected announce(): void {
