@@ -192,6 +192,8 @@ export interface LeanState extends Probe {
   readonly method: string;
   readonly origin: string;
   readonly abort: ((reason?: Error) => void) | undefined;
+  /** Staunch's deadline, if the write waited (it calls the lean handler, which passes it on). */
+  readonly deadline: Deadline | undefined;
 }
 
 /** The raw headers stand for the parsed ones for a legacy caller (legacy.ts). */
@@ -284,6 +286,7 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt>, Poli
    */
   takeOver(lean: LeanState): void {
     this.#held = true;
+    this.#deadline = lean.deadline;
     this.#gate = lean.gate;
     this.#key = lean.key;
     this.#sentAt = lean.sentAt;

@@ -10,13 +10,14 @@
  * caller's handler. It holds no logical request, flight, deadline or abort
  * token, and it is no `AttemptHead`: the class chain of first.ts is built
  * only when something else happens. At the first event that is not a plain
- * success (a failure, a status of 400 or more, the caller's abort, a write
- * that waits in undici's queue or on a new connection), it builds a
+ * success (a failure, a status of 400 or more, the caller's abort, the
+ * deadline), it builds a
  * `LegacyFirst`, which takes the request over as if it had sent it on its
  * own lean path (`LegacyFirst.takeOver`), and hands it that event and every
  * later one: there is one implementation of everything but the success.
  */
 import type { Dispatcher } from 'undici';
+import { type Deadline, startSteadyDeadline } from '../internal/deadlines.js';
 import type { Gate } from '../policy/gate.js';
 import type { PolicyRequest } from '../policy/policies.js';
 import { upperMethod } from '../request-options.js';
@@ -84,6 +85,13 @@ class LeanFirst implements LeanState, PolicyRequest, Probe, Unwritten {
   #state = State.Waiting;
   /** The handler that took the request over, once something other than a success happened. */
   #slow: LegacyFirst | undefined = undefined;
+  /**
+   * Staunch's deadline for what is left of attempt 1's time, once undici
+   * has not written it at the second look or wrote it on a connection it
+   * waited for (first.ts, `lookAtWrites`, `wroteFresh`): undici's timer
+   * does not run while it waits.
+   */
+  deadline: Deadline | undefined = undefined;
   /** The response's raw headers, read by staunch's own pacing readers (`get`). */
   #raw: Buffer[] | undefined = undefined;
   // Where it went out (stale.ts, `Probe`).
@@ -185,7 +193,8 @@ class LeanFirst implements LeanState, PolicyRequest, Probe, Unwritten {
     if (this.#slow !== undefined) return this.#slow.lookedAt(last);
     if (this.abort !== undefined || this.#state !== State.Waiting) return false;
     if (!last) return true;
-    return this.#handOver().lookedAt(true);
+    this.#holdRest();
+    return false;
   }
 
   /** Written on a new connection after a wait longer than undici's timer's slack: as in first.ts. */
@@ -193,10 +202,26 @@ class LeanFirst implements LeanState, PolicyRequest, Probe, Unwritten {
     if (this.#slow !== undefined) this.#slow.wroteFresh();
     else if (
       this.#state === State.Waiting &&
+      this.deadline === undefined &&
       this.#client.executor.clock.now() - this.sentAt > HELD_SLACK_MS
     ) {
-      this.#handOver().wroteFresh();
+      this.#holdRest();
     }
+  }
+
+  /** Staunch's deadline for what is left of attempt 1's time; none left: it ends now. */
+  #holdRest(): void {
+    const { clock } = this.#client.executor;
+    const { timeout } = this.#client.defaults;
+    const left = this.sentAt + Math.min(timeout.attempt, timeout.total) - clock.now();
+    if (left <= 0) this.#handOver().onDeadline();
+    else this.deadline = startSteadyDeadline(clock, left, this);
+  }
+
+  /** Attempt 1's deadline fired (the deadline list calls it): the handler taking over ends it. */
+  onDeadline(): void {
+    if (this.#slow !== undefined) this.#slow.onDeadline();
+    else if (this.#state === State.Waiting) this.#handOver().onDeadline();
   }
 
   onConnect(abort: (reason?: Error) => void): void {
@@ -223,6 +248,7 @@ class LeanFirst implements LeanState, PolicyRequest, Probe, Unwritten {
     if (statusCode >= 400) {
       return this.#handOver().onHeaders(statusCode, rawHeaders, resume, statusMessage);
     }
+    this.deadline?.cancel();
     this.#state = State.Forwarding;
     this.#raw = rawHeaders;
     const client = this.#client;
