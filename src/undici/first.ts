@@ -549,6 +549,18 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt>, Poli
 }
 
 /**
+ * Ends a legacy `caller`'s request with `error` (as the caller should see it).
+ * @internal
+ */
+export function rejectLegacy(caller: LegacyHandler, error: unknown): void {
+  try {
+    caller.onError?.(surface(error));
+  } catch {
+    // The handler's own error handler failed: undici would drop this too.
+  }
+}
+
+/**
  * Attempt 1 on undici 7's legacy handler API, for a legacy caller.
  * @internal
  */
@@ -639,11 +651,7 @@ export class LegacyFirst extends FirstBase {
   }
 
   reject(error: unknown): void {
-    try {
-      this.#caller.onError?.(surface(error));
-    } catch {
-      // The handler's own error handler failed: undici would drop this too.
-    }
+    rejectLegacy(this.#caller, error);
   }
 
   protected callerController(): CallerController {

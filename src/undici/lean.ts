@@ -11,10 +11,10 @@
  * token, and it is no `AttemptHead`: the class chain of first.ts is built
  * only when something else happens. At the first event that is not a plain
  * success (a failure, a status of 400 or more, the caller's abort, the
- * deadline), it builds a
- * `LegacyFirst`, which takes the request over as if it had sent it on its
- * own lean path (`LegacyFirst.takeOver`), and hands it that event and every
- * later one: there is one implementation of everything but the success.
+ * deadline), it builds a `LegacyFirst`, which takes the request over as if
+ * it had sent it on its own lean path (`LegacyFirst.takeOver`), and hands it
+ * that event and every later one: there is one implementation of everything
+ * but the success.
  */
 import type { Dispatcher } from 'undici';
 import { type Deadline, startSteadyDeadline } from '../internal/deadlines.js';
@@ -22,20 +22,20 @@ import type { Gate } from '../policy/gate.js';
 import type { PolicyRequest } from '../policy/policies.js';
 import { upperMethod } from '../request-options.js';
 import { hasQuotaRaw, parseHeaders, rawHeader } from './attempt.js';
-import { originOf, type StaunchDispatchOptions, surface } from './call.js';
+import { originOf, type StaunchDispatchOptions } from './call.js';
 import type { UndiciRuntime } from './client.js';
 import {
   awaitWrite,
   HELD_SLACK_MS,
   type LeanState,
   LegacyFirst,
+  rejectLegacy,
   runFirst,
   State,
   type Unwritten,
 } from './first.js';
 import type { LegacyHandler } from './legacy.js';
-import type { Probe } from './stale.js';
-import { expectSend } from './stale.js';
+import { expectSend, type Probe } from './stale.js';
 
 /**
  * Runs one logical request for a legacy `caller` over `dispatch` (the
@@ -51,21 +51,19 @@ export function runLegacy(
 ): void {
   const method = opts.method;
   if (
-    client.undiciHoldsDeadline !== true ||
-    typeof method !== 'string' ||
-    opts.body != null ||
-    opts.headersTimeout != null ||
-    (opts as StaunchDispatchOptions).staunch !== undefined
+    client.undiciHoldsDeadline === true &&
+    typeof method === 'string' &&
+    opts.body == null &&
+    opts.headersTimeout == null &&
+    (opts as StaunchDispatchOptions).staunch === undefined
   ) {
-    runFirst(client, dispatch, opts, caller, false);
-    return;
+    const upper = upperMethod(method);
+    if (client.defaults.retry.methods.has(upper)) {
+      new LeanFirst(client, caller, dispatch, opts, upper).run();
+      return;
+    }
   }
-  const upper = upperMethod(method);
-  if (!client.defaults.retry.methods.has(upper)) {
-    runFirst(client, dispatch, opts, caller, false);
-    return;
-  }
-  new LeanFirst(client, caller, dispatch, opts, upper).run();
+  runFirst(client, dispatch, opts, caller, false);
 }
 
 /** The lean handler: see the module's comment. */
@@ -159,7 +157,7 @@ class LeanFirst implements LeanState, PolicyRequest, Probe, Unwritten {
       this.sentAt = now;
     } catch (error) {
       this.#state = State.Handed;
-      this.#reject(error);
+      rejectLegacy(this.#caller, error);
       return;
     }
     this.gate = gate;
@@ -258,7 +256,7 @@ class LeanFirst implements LeanState, PolicyRequest, Probe, Unwritten {
       client.executor.leanSucceeded(this.key, this.gate!, statusCode, headers, this.sentAt);
     } catch (error) {
       this.#state = State.Handed;
-      this.#reject(error);
+      rejectLegacy(this.#caller, error);
       this.abort?.(new Error('staunch: response released'));
       return false;
     }
@@ -291,13 +289,5 @@ class LeanFirst implements LeanState, PolicyRequest, Probe, Unwritten {
   /** Whether the response carries a quota header (server-delay.ts, `hasQuotaHeaders`). */
   hasQuotaHeaders(): boolean {
     return this.#raw !== undefined && hasQuotaRaw(this.#raw);
-  }
-
-  #reject(error: unknown): void {
-    try {
-      this.#caller.onError?.(surface(error));
-    } catch {
-      // The handler's own error handler failed: undici would drop this too.
-    }
   }
 }
