@@ -28,6 +28,7 @@ export interface ServerSentEvent {
 }
 
 const LF = 10;
+const BOM = 0xfeff;
 const COLON = 58;
 const SPACE = 32;
 const DIGITS = /^\d+$/;
@@ -47,9 +48,13 @@ export class EventStreamParser {
   retry: number | undefined = undefined;
 
   readonly #onEvent: (event: ServerSentEvent) => void;
-  // UTF-8 decode of the standard: a leading BOM is dropped, bad bytes become U+FFFD,
-  // and `stream: true` keeps a character split across chunks for the next one.
-  readonly #decoder = new TextDecoder();
+  // UTF-8 decode of the standard: bad bytes become U+FFFD, and `stream: true` keeps a
+  // character split across chunks for the next one. The leading BOM is dropped here
+  // (`#started`), not by the decoder: Node 24 and 26's, given the first BOM in two
+  // pieces, dropped a second one after it too.
+  readonly #decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+  /** Some text has been decoded: a BOM from here on is text. */
+  #started = false;
   /** Pieces of a line cut by a chunk boundary. */
   #carry: string[] = [];
   /** The previous text ended with CR: an LF at the start of the next one belongs to it. */
@@ -96,6 +101,10 @@ export class EventStreamParser {
     const n = text.length;
     if (n === 0) return;
     let pos = 0;
+    if (!this.#started) {
+      this.#started = true;
+      if (text.charCodeAt(0) === BOM) pos = 1;
+    }
     if (this.#skipLF) {
       this.#skipLF = false;
       if (text.charCodeAt(0) === LF) pos = 1;

@@ -111,6 +111,14 @@ describe('the event-stream parser (HTML §9.2.6)', () => {
     }
   });
 
+  it('only the first BOM is dropped, wherever a chunk boundary cuts it', () => {
+    // Node 24 and 26's TextDecoder, fed the first BOM in two pieces, dropped the second too.
+    const bytes = encoder.encode('\uFEFF\uFEFFdata\n\rdata: x\n\n');
+    for (let cut = 0; cut <= 6; cut++) {
+      expect(parseChunks(split(bytes, [cut])).map((e) => e.data)).toEqual(['x']);
+    }
+  });
+
   it('a CR at the end of one chunk and an LF at the start of the next are one line end', () => {
     const events = parseChunks([encoder.encode('data: a\r'), encoder.encode('\ndata: b\r\n\r\n')]);
     expect(events.map((e) => e.data)).toEqual(['a\nb']);
