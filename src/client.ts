@@ -5,7 +5,7 @@
  * and `staunch/undici`'s interceptor and agent).
  */
 import { emit, type StaunchListeners } from './events.js';
-import { Executor } from './executor.js';
+import { Executor } from './executor/index.js';
 import { type Clock, type Random, systemClock } from './internal/clock.js';
 import { checkObject, describe, keysOf } from './internal/validate.js';
 import {

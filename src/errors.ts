@@ -159,6 +159,49 @@ export class SsrfBlockedError extends StaunchError {
   static override readonly code: StaunchErrorCode = 'STAUNCH_SSRF_BLOCKED';
 }
 
+/**
+ * A deadline of `method url` ran out: the request's (`total`) or attempt
+ * `attempts`'s, `ms` long. The message names which, and the option to raise.
+ */
+export function deadlineExceeded(
+  method: string,
+  url: string,
+  scope: DeadlineScope,
+  ms: number,
+  attempts: number,
+): DeadlineExceededError {
+  const what = scope === 'attempt' ? `attempt ${attempts}` : 'request';
+  return new DeadlineExceededError(
+    `${method} ${url}: ${what} exceeded timeout.${scope} (${ms} ms)`,
+    scope,
+    ms,
+    { method, url, attempts },
+  );
+}
+
+/**
+ * The transport's failure `cause` ended `method url` after `attempts`:
+ * `detail` is its code or message; `maybeSent` is said in the message, since
+ * it is what a caller must know before sending the request again.
+ */
+export function networkFailure(
+  method: string,
+  url: string,
+  attempts: number,
+  cause: unknown,
+  detail: string,
+  maybeSent: boolean,
+): NetworkError {
+  const times = attempts === 1 ? '1 attempt' : `${attempts} attempts`;
+  const sent = maybeSent ? ' (the request may have been sent)' : '';
+  return new NetworkError(`${method} ${url} failed after ${times}: ${detail}${sent}`, maybeSent, {
+    method,
+    url,
+    attempts,
+    cause,
+  });
+}
+
 // `name` lives on each prototype as a plain writable value (not a getter), so
 // that loggers and test runners that copy or assign it keep working.
 for (const [cls, name] of [

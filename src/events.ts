@@ -38,14 +38,16 @@ export interface AttemptEvent extends RequestEvent {
 export type RetryReason = 'status' | 'unsent' | 'maybe-sent' | 'timeout';
 
 /**
- * A retry is leaving: said when the next attempt is sent, once every wait
- * before it (backoff, server pacing, rate limiter, queue, open circuit) is
- * over. A retry that a policy refuses in the end is said as `giveUp` only.
+ * A retry is scheduled: said when it is decided (the retry budget, if it
+ * charges one, has granted it), with its delay, before the wait. Each wait
+ * that follows (the delay, then any rate limiter, queue or open circuit
+ * before the attempt leaves) is a `wait` event once it is over. A retry
+ * that the budget refuses is said as `giveUp` only.
  */
 export interface RetryEvent extends RequestEvent {
   /** The attempt that failed. */
   attempt: number;
-  /** ms from the failure to this next attempt: the real wait, policies' waits included. */
+  /** ms the retry waits before it is admitted: the backoff, or the server's pacing. */
   delay: number;
   /** Where the delay came from: a server hint, or the backoff. */
   delaySource: PacingSource | 'backoff';

@@ -7,7 +7,7 @@
 import { type AttemptBody, encodeFormData, prepareBody } from './body.js';
 import { CLIENT_KEYS, type ClientOptions, type Runtime, resolveRuntime } from './client.js';
 import { emit } from './events.js';
-import type { Exchange, LogicalRequest } from './executor.js';
+import type { Exchange, LogicalRequest } from './executor/index.js';
 import { noop, type Random } from './internal/clock.js';
 import { steadyDeadlines } from './internal/deadlines.js';
 import { DRAIN_LIMIT } from './internal/limits.js';
@@ -285,16 +285,6 @@ class FetchCall implements LogicalRequest, Exchange<Response> {
   }
 
   send(signal: AbortSignal, attempt: number): Promise<Response> {
-    return new Promise((resolve, reject) => this.sendWith(signal, attempt, resolve, reject));
-  }
-
-  /** One `then` on the transport's promise, where a `send` would add a `catch` and the executor a `then`. */
-  sendWith(
-    signal: AbortSignal,
-    attempt: number,
-    ok: (response: Response) => void,
-    fail: (error: unknown) => void,
-  ): void {
     const { url } = this;
     const base = this.#base;
     const init: RequestInit = {
@@ -310,10 +300,9 @@ class FetchCall implements LogicalRequest, Exchange<Response> {
     try {
       sent = this.#client.transport(url, init);
     } catch (error) {
-      fail(refused(url, signal, init, error));
-      return;
+      return Promise.reject(refused(url, signal, init, error));
     }
-    sent.then(ok, (error: unknown) => fail(refused(url, signal, init, error)));
+    return sent.catch((error: unknown) => Promise.reject(refused(url, signal, init, error)));
   }
 
   status(response: Response): number {

@@ -11,19 +11,6 @@ import type { HeaderSource } from './retry/server-delay.js';
 export interface Exchange<R> {
   /** Sends one attempt; must honour `signal`. */
   send(signal: AbortSignal, attempt: number): Promise<R>;
-  /**
-   * Optional, the same as `send` with callbacks instead of a promise: calls
-   * exactly one of `ok` and `fail`, once, possibly before it returns (the
-   * undici adapter calls `ok` from undici's own response callback). Spares
-   * the attempt a promise and a microtask turn; the executor's `runWith`
-   * then hands the response back from that same callback.
-   */
-  sendWith?(
-    signal: AbortSignal,
-    attempt: number,
-    ok: (response: R) => void,
-    fail: (error: unknown) => void,
-  ): void;
   status(response: R): number;
   headers(response: R): HeaderSource;
   /**

@@ -13,7 +13,7 @@ import { createFetch } from '../fetch.js';
 import { redactUrl, SECRET_HEADERS } from '../internal/redact.js';
 import { type Parsed, parseFetchArgs, UsageError } from './fetch-args.js';
 import type { CliIo } from './lab-command.js';
-import { formatDuration, renderProgress } from './progress.js';
+import { formatDelay, renderProgress } from './progress.js';
 
 /** Exit codes of `staunch fetch`. */
 export const EXIT: Readonly<{
@@ -161,9 +161,9 @@ export async function fetchCommand(argv: string[], io: FetchIo, version: string)
         ...(e.code !== undefined && { code: e.code }),
       });
       log(
-        `* retry in ${formatDuration(e.delay)} (${e.status ?? e.code ?? e.reason}, ${e.delaySource})`,
+        `* retry in ${formatDelay(e.delay)} (${e.status ?? e.code ?? e.reason}, ${e.delaySource})`,
       );
-      progress?.retry(`retry in ${formatDuration(e.delay)} (${e.status ?? e.code ?? e.reason})`);
+      progress?.retry(`retry in ${formatDelay(e.delay)} (${e.status ?? e.code ?? e.reason})`);
     },
     wait: (e) => {
       summary.waits.push({

@@ -40,6 +40,17 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
 }
 
+/**
+ * A delay about to be waited, as `-v` says it: milliseconds under a second
+ * (a backoff of 494 ms is not "0 s"), tenths of a second under ten, then
+ * as {@link formatDuration}.
+ */
+export function formatDelay(ms: number): string {
+  if (ms < 999.5) return `${Math.max(0, Math.round(ms))} ms`;
+  if (ms < 9_950) return `${(ms / 1000).toFixed(1)} s`;
+  return formatDuration(ms);
+}
+
 /** The line for `state`, at most `width` columns. */
 export function renderProgress(state: ProgressState, width = 80): string {
   const rate = state.elapsed > 0 ? (state.bytes * 1000) / state.elapsed : 0;

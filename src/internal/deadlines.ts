@@ -208,8 +208,11 @@ const steady = new List(STEADY_TICK_MS);
  * any other clock through {@link startTimer}. Its timer holds the process
  * open, as a `setTimeout` does.
  */
-export function startDeadline(clock: Clock, ms: number, onFire: () => void): Deadline {
-  if (clock !== systemClock) return { cancel: startTimer(clock, ms, onFire) };
+export function startDeadline(clock: Clock, ms: number, onFire: DeadlineCallback): Deadline {
+  if (clock !== systemClock) {
+    const fire = typeof onFire === 'function' ? onFire : () => onFire.onDeadline();
+    return { cancel: startTimer(clock, ms, fire) };
+  }
   return strong.start(ms, onFire);
 }
 

@@ -485,62 +485,6 @@ export class CircuitBreaker {
     return Math.max(1, Math.floor(this.#cfg.window / BREAKER_BUCKETS));
   }
 
-  /**
-   * @internal Until when `key`'s circuit may admit on `ticket` with no call
-   * here, its admissions and successes counted by the policies' quiet ledger
-   * (ledger.ts) and handed over with {@link quietAdmitted} and
-   * {@link quietSucceeded}: while it is closed on the memory store, as the
-   * quick path of {@link admit} remembers it, with no one waiting on it, and
-   * within the success bucket, the waiting room's second and the state's
-   * life that `now` is in. `-Infinity`: not quiet.
-   *
-   * A batch of successes from an earlier bucket is not quiet: the next
-   * success writes it, as it would have one by one.
-   */
-  quietUntil(key: string, ticket: BreakerTicket | undefined, now: number): number {
-    if (this.#touch === undefined || ticket === undefined || ticket.probe !== null) {
-      return Number.NEGATIVE_INFINITY;
-    }
-    const seen = this.#closed.get(key);
-    if (
-      seen === undefined ||
-      !seen.result.ok ||
-      seen.result.gen !== ticket.gen ||
-      this.refusing(key) ||
-      this.#rooms.holds(key)
-    ) {
-      return Number.NEGATIVE_INFINITY;
-    }
-    const width = this.#bucketWidth();
-    const start = now - (now % width);
-    const pending = this.#successes.get(key);
-    if (pending !== undefined && (pending.start !== start || pending.gen !== ticket.gen)) {
-      return Number.NEGATIVE_INFINITY;
-    }
-    return Math.min(start + width, (Math.floor(now / 1000) + 1) * 1000, now + this.#cfg.window);
-  }
-
-  /**
-   * @internal `count` admissions of `key` that the quiet ledger let through
-   * within one of its periods (see {@link quietUntil}), at `now`: what
-   * {@link admit}'s quick path would have done for each.
-   */
-  quietAdmitted(key: string, count: number, now: number): void {
-    this.#rooms.admitted(key, now, count);
-    const seen = this.#closed.get(key);
-    if (seen !== undefined) this.#touch?.(this.#storeKey(key), seen.state, now, this.#cfg.window);
-  }
-
-  /** @internal `count` closed-state successes on `ticket`, counted by the quiet ledger, at `now`. */
-  quietSucceeded(
-    key: string,
-    ticket: BreakerTicket,
-    count: number,
-    now: number,
-  ): void | Promise<void> {
-    return this.#succeeded(key, ticket.gen, count, now);
-  }
-
   #record(key: string, args: BreakerRecordArgs, now: number): void | Promise<void> {
     return runOpMaybe(this.#store, this.#storeKey(key), breakerRecord, args, now, (r) => {
       this.#emit(key, r.change);

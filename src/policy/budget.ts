@@ -142,6 +142,23 @@ export const budgetWithdraw: StoreOperation<BudgetArgs, boolean> = Object.freeze
   },
 });
 
+/**
+ * Whether a retry takes one from the budget. The decision marks what is a
+ * retry of a failure (`charged`; the stale keep-alive race is not). Of
+ * those, not charged: a retry after a 429 while a rate limiter bounds the
+ * key (pacing, not failure), and one that will meet an open circuit
+ * (`circuitOpen`, asked last): it waits for the probe's verdict and adds no
+ * load until then.
+ */
+export function chargesBudget(
+  charged: boolean,
+  status: number | undefined,
+  rateLimited: boolean,
+  circuitOpen: () => boolean,
+): boolean {
+  return charged && !(status === 429 && rateLimited) && !circuitOpen();
+}
+
 /** How long first attempts are counted locally before their credit is written. */
 const DEPOSIT_BATCH_MS = 1_000;
 
@@ -192,24 +209,6 @@ export class RetryBudget {
     this.#pending.set(key, { count: 1, since: now });
     const args = { ...this.#args, count: pending.count, age: now - pending.since };
     return runOpMaybe(this.#store, BUDGET_KEY_PREFIX + key, budgetDeposit, args, now, noop);
-  }
-
-  /**
-   * @internal Until when first attempts of `key` may be credited with no
-   * call here, counted by the policies' quiet ledger (ledger.ts) and handed
-   * over with {@link quietDeposit}: the end of the batch in progress.
-   * `-Infinity`: no batch.
-   */
-  quietUntil(key: string): number {
-    const pending = this.#pending.get(key);
-    return pending === undefined ? Number.NEGATIVE_INFINITY : pending.since + DEPOSIT_BATCH_MS;
-  }
-
-  /** @internal `count` first attempts of one quiet period, at `now`: {@link deposit} for each. */
-  quietDeposit(key: string, count: number, now: number): void | Promise<void> {
-    const written = this.deposit(key, now);
-    this.#pending.get(key)!.count += count - 1;
-    return written;
   }
 
   /**

@@ -72,7 +72,6 @@ export function admit(
   now: number = ctx.clock.now(),
 ): Gate | Promise<Gate> {
   const { concurrency, limiter } = policies;
-  policies.ledgers?.settle(ctx.key, true);
   if (concurrency === undefined && (limiter === undefined || limiter.pass(ctx.key, now))) {
     const hold = askHold(ctx, policies, now);
     if (hold === 0) return admitBreaker(ctx, policies, noop, now);
@@ -282,11 +281,6 @@ export interface AttemptOutcome {
   /** Clock time the attempt was sent. */
   readonly sentAt: number;
   /**
-   * A response below 400 without pacing headers: all the policies do with it
-   * is count it, and the quiet ledger's period goes on (ledger.ts).
-   */
-  readonly plain?: boolean;
-  /**
    * The failure says nothing of the upstream's health: the caller aborted, or
    * the stale keep-alive race. The breaker counts it as cancelled.
    */
@@ -307,8 +301,6 @@ export function feedback(
   const { status, error, pacing, sentAt } = o;
   const callerAborted = o.notTheUpstream === true;
   const { breaker, limiter } = policies;
-  // What the quiet ledger counted comes first; a success without pacing leaves its period on.
-  policies.ledgers?.settle(key, o.plain !== true);
   if (breaker !== undefined && gate.ticket !== undefined) {
     const outcome = breakerOutcome(status, error, callerAborted);
     const ticket = gate.ticket;

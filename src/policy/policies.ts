@@ -6,7 +6,6 @@
  */
 import type { Clock } from '../internal/clock.js';
 import { describe } from '../internal/validate.js';
-import { TOUCH } from '../store/memory.js';
 import type { StateStore } from '../store/store.js';
 import {
   type BreakerOptions,
@@ -20,7 +19,6 @@ import {
   type ConcurrencyOptions,
   resolveConcurrencyOptions,
 } from './concurrency.js';
-import { Ledgers } from './ledger.js';
 import { RateLimiter, type RateLimitOptions, resolveRateLimitOptions } from './rate-limiter.js';
 
 /** What a policy key function sees of a request. */
@@ -84,12 +82,6 @@ export interface Policies {
   readonly limiter: RateLimiter | undefined;
   readonly concurrency: ConcurrencyLimiter | undefined;
   readonly hold: HoldHook | undefined;
-  /**
-   * The quiet ledger (ledger.ts): present when the success path may be
-   * folded (no concurrency limit, no `hold` hook, a breaker only on the
-   * memory store).
-   */
-  readonly ledgers: Ledgers | undefined;
 }
 
 /** Index of the end of the authority of `url` (its first `/`, `?` or `#` after `from`), or its length. */
@@ -222,15 +214,6 @@ export function createPolicies(
     limiter: rateLimit === false ? undefined : new RateLimiter(rateLimit, store, clock),
     concurrency: concurrency === false ? undefined : new ConcurrencyLimiter(concurrency, clock),
     hold: options.hold,
-    ledgers: undefined,
   };
-  // The breaker's quick path, which the ledger extends, is the memory store's only.
-  const foldable =
-    policies.breaker !== undefined
-      ? TOUCH in store
-      : policies.budget !== undefined || policies.limiter !== undefined;
-  if (policies.concurrency === undefined && policies.hold === undefined && foldable) {
-    policies.ledgers = new Ledgers(policies, store);
-  }
   return Object.freeze(policies);
 }

@@ -8,14 +8,7 @@
 import { type Clock, noop, startTimer } from '../internal/clock.js';
 import { linkSignal } from '../internal/signals.js';
 import type { StateStore } from '../store/store.js';
-import {
-  METER_BUCKET_MS,
-  type Meter,
-  meterCount,
-  meterCountMany,
-  meterRate,
-  meterSettled,
-} from './rate-meter.js';
+import { type Meter, meterCount, meterCountMany, meterRate, meterSettled } from './rate-meter.js';
 import {
   type RateAcquireArgs,
   type RateAcquireResult,
@@ -147,19 +140,6 @@ export const RECENT_MS = 250;
 /** A count `ms` later, decayed with the time constant {@link RECENT_MS}. */
 function decayed(count: number, ms: number): number {
   return ms > 0 ? count * Math.exp(-ms / RECENT_MS) : count;
-}
-
-/**
- * A decayed `count` as of `since`, valued at `at`: {@link decayed} for a
- * later `at`; for an earlier one (the quiet ledger's period start, before
- * the last response it saw), grown back to it, so that decaying it again
- * gives the same value.
- */
-function valuedAt(count: number, since: number, at: number): number {
-  const ms = at - since;
-  // Grown back by at most a meter bucket (a period's length); a clock stepped back further
-  // leaves the count as it is, as decayed() does.
-  return ms > -METER_BUCKET_MS ? count * Math.exp(-ms / RECENT_MS) : count;
 }
 
 /**
@@ -329,47 +309,6 @@ export class RateLimiter {
       if (refused) local.refused++;
     }
     if (!refused) local.accepted = meterCountMany(local.accepted, now, count);
-  }
-
-  /**
-   * @internal Until when `key` passes with no call here, its sends and
-   * successes counted by the policies' quiet ledger (ledger.ts) and handed
-   * over with {@link quietSent} and {@link quietAccepted}: while it is
-   * adaptive and not engaged, within the meter bucket `now` is in.
-   * `-Infinity`: not quiet.
-   */
-  quietUntil(key: string, now: number): number {
-    if (this.#cfg.rps !== null) return Number.NEGATIVE_INFINITY;
-    const local = this.#keys.get(key);
-    if (local === undefined || local.active) return Number.NEGATIVE_INFINITY;
-    return Math.floor(now / METER_BUCKET_MS) * METER_BUCKET_MS + METER_BUCKET_MS;
-  }
-
-  /**
-   * @internal `count` sends of `key` that passed in one quiet period, the
-   * last at `now`. `weight` is their sum for the recent send rate as valued
-   * at time `at`: `Σ exp((tᵢ − at) / RECENT_MS)`, so that they decay exactly
-   * as if counted one by one.
-   */
-  quietSent(key: string, count: number, weight: number, at: number, now: number): void {
-    const local = this.#local(key, now);
-    local.meter = meterCountMany(local.meter, now, count);
-    local.lastUse = now;
-    local.recentSent = valuedAt(local.recentSent, local.recentSentAt, at) + weight;
-    local.recentSentAt = at;
-  }
-
-  /**
-   * @internal `count` responses below 400 without pacing headers, of one
-   * quiet period, the last at `now` (`weight`, `at`: as for
-   * {@link quietSent}): what {@link onResponse} would have learnt from each.
-   */
-  quietAccepted(key: string, count: number, weight: number, at: number, now: number): void {
-    const local = this.#local(key, now);
-    local.stated = null;
-    this.#tally(local, false, now, count);
-    local.recentOk = valuedAt(local.recentOk, local.recentOkAt, at) + weight;
-    local.recentOkAt = at;
   }
 
   #enough(local: Local, now: number): boolean {

@@ -50,19 +50,6 @@ export interface Touchable {
 }
 
 /**
- * @internal How many operations the memory store has run (and clears):
- * `store[WRITES].n`. Whoever holds a conclusion drawn from the store's state
- * (the policies' quiet ledger, ../policy/ledger.ts) compares it with the
- * count it drew it at: any write since, to any key, voids the conclusion.
- */
-export const WRITES: unique symbol = Symbol('staunch.memoryStore.writes');
-
-/** @internal A store that counts its writes ({@link WRITES}). */
-export interface WriteCounting {
-  readonly [WRITES]: { n: number };
-}
-
-/**
  * The default state store: per-key state in a `Map`, for one process. Each
  * `StoreOperation` runs synchronously inside `run`, so no other operation can
  * interleave with it: that is what makes it atomic. A key lives `ttl` ms after
@@ -85,7 +72,6 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   }
   const entries = new Map<string, Entry>();
   let opsSinceSweep = 0;
-  const writes = { n: 0 };
 
   const sweep = (now: number): void => {
     for (const [key, entry] of entries) if (entry.expiresAt <= now) entries.delete(key);
@@ -109,7 +95,6 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       args: A,
       now: number,
     ): R {
-      writes.n++;
       if (++opsSinceSweep >= sweepEvery && opsSinceSweep >= entries.size) sweep(now);
       const update = op.apply(read(key, now), args, now);
       const ttl = update.ttl;
@@ -129,7 +114,6 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     },
     peek: read,
     clear(): void {
-      writes.n++;
       entries.clear();
     },
   };
@@ -141,6 +125,5 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     return true;
   };
   Object.defineProperty(store, TOUCH, { value: touch });
-  Object.defineProperty(store, WRITES, { value: writes });
   return store;
 }

@@ -19,8 +19,7 @@ import { Agent, buildConnector, Dispatcher } from 'undici';
 import { LEGACY_CORE } from './attempt.js';
 import { passesThrough } from './call.js';
 import { type ClientOptions, resolveUndiciRuntime, type UndiciRuntime } from './client.js';
-import { heldByUndici, runFirstStarted } from './first.js';
-import { runLegacy } from './lean.js';
+import { heldByUndici, runFirst, runFirstStarted } from './first.js';
 import { isNewApi, LegacyCaller, type LegacyHandler } from './legacy.js';
 import {
   type ResolvedTransport,
@@ -95,7 +94,8 @@ class StaunchAgent extends Dispatcher {
   ): boolean {
     if (passesThrough(opts)) return this.#agent.dispatch(opts, handler);
     if (isNewApi(handler)) runFirstStarted(this.#client, this.#dispatch, opts, handler, false);
-    else if (LEGACY_CORE) runLegacy(this.#client, this.#dispatch, opts, handler as LegacyHandler);
+    else if (LEGACY_CORE)
+      runFirst(this.#client, this.#dispatch, opts, handler as LegacyHandler, false);
     else {
       const caller = new LegacyCaller(handler as LegacyHandler);
       runFirstStarted(this.#client, this.#dispatch, opts, caller, false);

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import { NetworkError, SsrfBlockedError } from '../errors.js';
-import type { Exchange, LogicalRequest } from '../executor.js';
+import type { Exchange, LogicalRequest } from '../executor/index.js';
 import { collectSecrets } from '../internal/redact.js';
 import type {
   ResolvedRetryOptions,
@@ -146,16 +146,9 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   }
 
   send(signal: AbortSignal): Promise<Attempt> {
-    return Attempt.send(this.#dispatch, this.#opts, signal);
-  }
-
-  sendWith(
-    signal: AbortSignal,
-    _attempt: number,
-    ok: (attempt: Attempt) => void,
-    fail: (error: unknown) => void,
-  ): void {
-    Attempt.sendWith(this.#dispatch, this.#opts, signal, ok, fail, this.core);
+    return new Promise((ok, fail) =>
+      Attempt.sendWith(this.#dispatch, this.#opts, signal, ok, fail, this.core),
+    );
   }
 
   status(attempt: Attempt): number {

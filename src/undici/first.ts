@@ -20,13 +20,10 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
-import type { FirstSink, FirstTicket, Outcome } from '../executor.js';
+import type { FirstSink, FirstTicket, Outcome } from '../executor/index.js';
 import { noop, systemClock } from '../internal/clock.js';
 import { type Deadline, startSteadyDeadline } from '../internal/deadlines.js';
 import { AbortToken } from '../internal/token.js';
-import type { Gate } from '../policy/gate.js';
-import type { PolicyRequest } from '../policy/policies.js';
-import { upperMethod } from '../request-options.js';
 import { errorCode } from '../retry/classify.js';
 import {
   Attempt,
@@ -36,11 +33,11 @@ import {
   deliverError,
   LEGACY_CORE,
 } from './attempt.js';
-import { originOf, prepare, type StaunchDispatchOptions, surface } from './call.js';
+import { prepare, type StaunchDispatchOptions, surface } from './call.js';
 import type { UndiciRuntime } from './client.js';
 import { LegacyCaller, type LegacyHandler } from './legacy.js';
 import type { ResolvedTransport } from './options.js';
-import { expectSend, markIfStale, type Probe } from './stale.js';
+import { expectSend, markIfStale } from './stale.js';
 
 type Controller = Dispatcher.DispatchController;
 type Handler = Dispatcher.DispatchHandler;
@@ -178,29 +175,11 @@ export enum State {
   Handed,
 }
 
-/**
- * A held attempt 1 sent on the lean path by lean.ts's handler, as
- * {@link LegacyFirst.takeOver} takes it over: admitted with `gate`, sent at
- * `sentAt`, written once `abort` (undici's) is known, where `socket` says.
- */
-export interface LeanState extends Probe {
-  readonly gate: Gate | undefined;
-  readonly key: string;
-  readonly sentAt: number;
-  readonly dispatch: Dispatcher.Dispatch;
-  readonly opts: Dispatcher.DispatchOptions;
-  readonly method: string;
-  readonly origin: string;
-  readonly abort: ((reason?: Error) => void) | undefined;
-  /** Staunch's deadline, if the write waited (it calls the lean handler, which passes it on). */
-  readonly deadline: Deadline | undefined;
-}
-
 /** The raw headers stand for the parsed ones for a legacy caller (legacy.ts). */
 const RAW_ONLY: IncomingHttpHeaders = Object.freeze({});
 
 /** What both flavours share: the executor's side of attempt 1, and its ends. */
-abstract class FirstBase extends AttemptHead implements FirstSink<Attempt>, PolicyRequest {
+abstract class FirstBase extends AttemptHead implements FirstSink<Attempt> {
   protected readonly client: UndiciRuntime;
   #logical: AbortToken | undefined;
   protected ticket: FirstTicket | undefined;
@@ -210,16 +189,8 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt>, Poli
   #deadline: Deadline | undefined;
   /** Attempt 1's deadline is undici's headers timer once written ({@link heldByUndici}). */
   #held = false;
-  // On the lean path (`Executor.leanFirst`), until a failure needs the flight: what builds it.
-  /** The gate attempt 1 was admitted with, on the lean path. */
-  #gate: Gate | undefined;
-  #key: string | undefined;
+  /** Clock time a held attempt 1 was sent (its deadline is undici's from the write). */
   #sentAt = 0;
-  #dispatch: Dispatcher.Dispatch | undefined;
-  #opts: Dispatcher.DispatchOptions | undefined;
-  /** The policy key's view of the request (`PolicyRequest`), on the lean path. */
-  method = '';
-  origin = '';
 
   constructor(client: UndiciRuntime) {
     super();
@@ -232,108 +203,35 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt>, Poli
     return this.#logical;
   }
 
-  /** The URL, for a policy key that reads it (the default one reads `origin`). */
-  get url(): string {
-    return `${this.origin}${this.#opts?.path ?? ''}`;
-  }
-
   /**
    * Tells the caller the request started, as any dispatcher does first,
-   * admits attempt 1 and, when it may go now, sends it: on the lean path
-   * when it can ({@link #runLean}), else with the logical request built
-   * first (`Executor.first`).
+   * builds the logical request and admits attempt 1 (`Executor.first`);
+   * when it may go now, sends it.
    */
   run(dispatch: Dispatcher.Dispatch, opts: Dispatcher.DispatchOptions, mark: boolean): void {
-    try {
-      this.announce();
-      if (!mark && this.#runLean(dispatch, opts)) return;
-    } catch (error) {
-      this.reject(error);
-      return;
-    }
-    this.runFull(dispatch, opts, mark, this.#key);
-  }
-
-  /**
-   * Attempt 1 with the logical request built first (`Executor.first`), the
-   * caller told already; `key`: the policy key, if the lean path asked for
-   * it already (the key function is asked once a request).
-   */
-  runFull(
-    dispatch: Dispatcher.Dispatch,
-    opts: Dispatcher.DispatchOptions,
-    mark: boolean,
-    key: string | undefined,
-  ): void {
     let call: ReturnType<typeof prepare>;
     try {
+      this.announce();
       call = prepare(this.client, dispatch, opts, this.logical.signal, mark);
     } catch (error) {
       this.reject(error);
       return;
     }
-    this.#key = key;
-    const ticket = this.client.executor.first(call, call, this, key);
+    const ticket = this.client.executor.first(call, call, this);
     if (ticket === undefined) return;
     this.ticket = ticket;
-    this.#send(dispatch, call.options, ticket.limit);
-  }
-
-  /**
-   * Takes over a held attempt 1 that a {@link LeanState} (lean.ts) admitted
-   * and sent, when something other than a plain success happens to it: from
-   * here on it goes exactly as if this handler had sent it on the lean path.
-   */
-  takeOver(lean: LeanState): void {
-    this.#held = true;
-    this.#deadline = lean.deadline;
-    this.#gate = lean.gate;
-    this.#key = lean.key;
-    this.#sentAt = lean.sentAt;
-    this.#dispatch = lean.dispatch;
-    this.#opts = lean.opts;
-    this.method = lean.method;
-    this.origin = lean.origin;
-    this.socket = lean.socket;
-    this.reused = lean.reused;
-    this.bytesRead = lean.bytesRead;
-  }
-
-  /**
-   * Attempt 1 of a request of the client's own settings, an idempotent
-   * method (no key to add), not aborted yet, nothing listening
-   * (`Executor.leanFirst`): admitted and sent with nothing built; the
-   * logical request and its flight are made only if it does not simply
-   * succeed ({@link #flight}). `false`: take the full path.
-   */
-  #runLean(dispatch: Dispatcher.Dispatch, opts: Dispatcher.DispatchOptions): boolean {
-    const { timeout, retry } = this.client.defaults;
-    const staunch = (opts as StaunchDispatchOptions).staunch;
-    if (staunch !== undefined || this.#logical?.aborted === true) return false;
-    const method = upperMethod(opts.method);
-    // A total deadline is never 0 (options.ts): attempt 1 always has time to go.
-    if (!retry.methods.has(method)) return false;
-    this.method = method;
-    this.origin = originOf(opts.origin);
-    this.#opts = opts;
-    const executor = this.client.executor;
-    const key = executor.leanKey(this);
-    if (key === undefined) return false;
-    this.#key = key;
-    const now = executor.clock.now();
-    const gate = executor.leanFirst(key, now);
-    if (gate === undefined) return false;
-    this.#gate = gate;
-    this.#sentAt = now;
-    this.#dispatch = dispatch;
+    const { timeout } = this.client.defaults;
     if (
+      !mark &&
       this.client.undiciHoldsDeadline === true &&
       opts.body == null &&
-      opts.headersTimeout == null
+      opts.headersTimeout == null &&
+      (opts as StaunchDispatchOptions).staunch === undefined &&
+      ticket.limit === Math.min(timeout.attempt, timeout.total)
     ) {
-      this.#sendHeld(dispatch, opts);
-    } else this.#send(dispatch, opts, Math.min(timeout.attempt, timeout.total));
-    return true;
+      this.#sentAt = this.client.executor.clock.now();
+      this.#sendHeld(dispatch, call.options);
+    } else this.#send(dispatch, call.options, ticket.limit);
   }
 
   /**
@@ -401,14 +299,9 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt>, Poli
     }
   }
 
-  /** Attempt 1's ticket: on the lean path, the logical request and its flight, built now. */
+  /** Attempt 1's ticket (`Executor.first`). */
   #flight(): FirstTicket {
-    if (this.ticket === undefined) {
-      const call = prepare(this.client, this.#dispatch!, this.#opts!, this.logical.signal, false);
-      const { executor } = this.client;
-      this.ticket = executor.leanAdopt(call, call, this.#key!, this.#gate!, this.#sentAt);
-    }
-    return this.ticket;
+    return this.ticket!;
   }
 
   /** The response started: its head is read, the deadline is over. `false`: not attempt 1's. */
@@ -430,20 +323,8 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt>, Poli
     this.state = State.Forwarding;
     // Below 400 the executor only reads its status and headers and tells the policies.
     const head = this as AttemptHead as Attempt;
-    const { executor } = this.client;
-    // Lean and still waiting: no flight was built (a failure or the deadline would have ended it).
-    const gate = this.#gate;
-    if (gate !== undefined) {
-      try {
-        const headers = this.client.ownPacing === true ? head : head.headers;
-        executor.leanSucceeded(this.#key!, gate, head.status, headers, this.#sentAt);
-        return true;
-      } catch (error) {
-        this.reject(error);
-      }
-    } else if (executor.firstSucceeded(this.ticket!, head, this)) {
-      return true;
-    }
+    const outcome = { ok: true as const, response: head, unlink: noop };
+    if (this.client.executor.firstDone(this.ticket!, outcome, this)) return true;
     this.state = State.Handed;
     this.stop(new Error('staunch: response released'));
     return false;
@@ -502,7 +383,7 @@ abstract class FirstBase extends AttemptHead implements FirstSink<Attempt>, Poli
       case State.Waiting:
         this.logical.abort(reason);
         // Before it was sent (from the caller's own start callback): the executor sees it at once.
-        if (this.ticket === undefined && this.#gate === undefined) return;
+        if (this.ticket === undefined) return;
         this.stop(reason);
         this.#fail(reason);
         return;
@@ -585,11 +466,6 @@ export class LegacyFirst extends FirstBase {
 
   protected get written(): boolean {
     return this.#abort !== undefined;
-  }
-
-  override takeOver(lean: LeanState): void {
-    super.takeOver(lean);
-    this.#abort = lean.abort;
   }
 
   protected announce(): void {

@@ -114,7 +114,13 @@ describe('staunch fetch', () => {
     expect(lines).toContain('> Authorization: ***');
     expect(lines).toContain(`> GET ${server.url}/b?api_key=*** (attempt 2)`);
     expect(r.err).toMatch(/^< 503 after \d+ ms$/m);
-    expect(r.err).toMatch(/^\* retry in 0 s \(503, retry-after-ms\)$/m);
+    // Said when decided, with the delay it scheduled (20 ms and a spread of up to a fifth),
+    // before the wait it announces.
+    expect(r.err).toMatch(/^\* retry in 2[0-4] ms \(503, retry-after-ms\)$/m);
+    const retry = lines.findIndex((l) => l.startsWith('* retry in'));
+    const waited = lines.findIndex((l) => l.startsWith('* waited'));
+    expect(retry).toBeGreaterThan(-1);
+    expect(waited).toBeGreaterThan(retry);
     expect(r.err).not.toMatch(/k3y|t0ken/);
   });
 

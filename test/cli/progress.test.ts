@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { EXIT, exitCodeOf } from '../../src/cli/fetch-command.js';
-import { formatBytes, formatDuration, renderProgress } from '../../src/cli/progress.js';
+import {
+  formatBytes,
+  formatDelay,
+  formatDuration,
+  renderProgress,
+} from '../../src/cli/progress.js';
 import {
   CircuitOpenError,
   DeadlineExceededError,
@@ -23,6 +28,15 @@ describe('the progress line', () => {
     [125_000, '2 min 5 s'],
     [3_780_000, '1 h 3 min'],
   ])('formatDuration(%d) = %s', (ms, text) => expect(formatDuration(ms)).toBe(text));
+
+  it.each([
+    [494, '494 ms'],
+    [685.4, '685 ms'],
+    [999.6, '1.0 s'],
+    [1_234, '1.2 s'],
+    [12_400, '12 s'],
+    [125_000, '2 min 5 s'],
+  ])('formatDelay(%d) = %s', (ms, text) => expect(formatDelay(ms)).toBe(text));
 
   it('shows the bar, bytes, rate, ETA and retries within the width', () => {
     const line = renderProgress(

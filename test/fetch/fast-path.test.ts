@@ -71,8 +71,8 @@ describe('events with listeners present', () => {
     expect(log).toEqual([
       'attemptStart:1',
       'attempt:1:503',
-      'wait:2:backoff',
       'retry:1:503',
+      'wait:2:backoff',
       'attemptStart:2',
       'attempt:2:200',
       'end:2:200',

@@ -112,7 +112,7 @@ describe('requests wait out an open circuit that their deadline covers', () => {
     expect(events.giveUp).toEqual([]);
   });
 
-  test('the retry event says the real time from the failure to the next attempt, waits included', async () => {
+  test('the retry event says the scheduled delay; the wait events every wait, circuit included', async () => {
     const { fetch, events, server, arrivals } = await outageClient(
       {
         retry: 3,
@@ -125,12 +125,12 @@ describe('requests wait out an open circuit that their deadline covers', () => {
     expect(await status(fetch(server.url))).toBe('200');
     expect(arrivals).toHaveLength(3);
     expect(events.retry.map((e) => e.attempt)).toEqual([1, 2]);
+    // `retry` is said before the wait, with the backoff it scheduled; the circuit's wait is a
+    // `wait` of its own.
+    const backoffs = events.wait.filter((e) => e.reason === 'backoff').map((e) => e.duration);
+    expect(events.retry.map((e) => e.delay)).toEqual(backoffs);
+    expect(events.wait.some((e) => e.reason === 'circuit-open' && e.duration > 0)).toBe(true);
     // Attempts take no virtual time here: the gaps are the whole waits, backoff and circuit.
-    expect(events.retry.map((e) => e.delay)).toEqual([
-      arrivals[1]! - arrivals[0]!,
-      arrivals[2]! - arrivals[1]!,
-    ]);
-    expect(events.retry[0]!.delay).toBeGreaterThanOrEqual(1_000);
     const waited = events.wait.reduce((sum, e) => sum + e.duration, 0);
     expect(waited).toBe(arrivals[2]! - arrivals[0]!);
     expect(new Set(events.wait.map((e) => e.reason))).toEqual(new Set(['backoff', 'circuit-open']));

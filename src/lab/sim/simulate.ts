@@ -7,7 +7,7 @@
  * WHATWG `Response`s: that is what lets 100 000 requests run in seconds.
  */
 import type { StaunchListeners } from '../../events.js';
-import { type Exchange, Executor, type LogicalRequest } from '../../executor.js';
+import { type Exchange, Executor, type LogicalRequest } from '../../executor/index.js';
 import { resolveRetryOptions, resolveTimeoutOptions } from '../../options.js';
 import { createPolicies } from '../../policy/policies.js';
 import { memoryStore } from '../../store/memory.js';

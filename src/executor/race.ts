@@ -1,0 +1,89 @@
+/**
+ * One attempt raced against its deadline and the caller's signal: the
+ * outcome settles once, as soon as any of the three ends it, even if the
+ * transport ignores its signal. Every abort goes through one method, so the
+ * race needs no listener on the attempt's own signal. A response that
+ * arrives after the abort is released.
+ */
+import { noop } from '../internal/clock.js';
+import { type Deadline, startDeadline, startSteadyDeadline } from '../internal/deadlines.js';
+import { linkSignal } from '../internal/signals.js';
+import { AbortToken } from '../internal/token.js';
+import type { Flight } from './flight.js';
+import type { Outcome } from './types.js';
+
+/** Sends `flight`'s attempt under way (admitted: `Flight.leave`); resolves with how it ended. */
+export function race<R>(flight: Flight<R>): Promise<Outcome<R>> {
+  return new Promise((resolve) => new Race(flight, resolve).start());
+}
+
+class Race<R> {
+  readonly #flight: Flight<R>;
+  // A token when the transport reads its signal only as staunch's own code does (token.ts).
+  readonly #controller: AbortController | AbortToken;
+  /** Dropped once settled: the caller's signal may stay linked to `abort` while the body is read. */
+  #settle: ((outcome: Outcome<R>) => void) | undefined;
+  #deadline: Deadline | undefined;
+  #unlink = noop;
+
+  constructor(flight: Flight<R>, settle: (outcome: Outcome<R>) => void) {
+    this.#flight = flight;
+    this.#settle = settle;
+    this.#controller =
+      flight.exchange.tokenSignal === true ? new AbortToken() : new AbortController();
+  }
+
+  start(): void {
+    const { exchange, request, limit, attempt } = this.#flight;
+    const caller = request.signal;
+    if (caller !== undefined) this.#unlink = linkSignal(caller, this.abort);
+    if (Number.isFinite(limit)) {
+      const start = exchange.steadyDeadlines === true ? startSteadyDeadline : startDeadline;
+      this.#deadline = start(this.#flight.clock, limit, this);
+    }
+    let sent: Promise<R>;
+    try {
+      sent = exchange.send(this.#controller.signal, attempt);
+    } catch (error) {
+      sent = Promise.reject(error);
+    }
+    sent.then(this.#ok, this.#fail);
+  }
+
+  /** The attempt's deadline fired (the deadline list calls it). */
+  onDeadline(): void {
+    this.abort(this.#flight.expired());
+  }
+
+  /**
+   * The caller's abort, or the deadline. After a response was handed back the
+   * caller's abort still reaches the controller (it cancels the body); it
+   * settles nothing then.
+   */
+  readonly abort = (reason: unknown): void => {
+    this.#controller.abort(reason);
+    if (this.#settle !== undefined) {
+      this.#unlink();
+      this.#end({ ok: false, error: reason });
+    }
+  };
+
+  readonly #ok = (response: R): void => {
+    if (this.#settle === undefined) {
+      void this.#flight.exchange.discard(response, Promise.resolve()).catch(noop);
+    } else this.#end({ ok: true, response, unlink: this.#unlink });
+  };
+
+  readonly #fail = (error: unknown): void => {
+    if (this.#settle === undefined) return;
+    this.#unlink();
+    this.#end({ ok: false, error });
+  };
+
+  #end(outcome: Outcome<R>): void {
+    const settle = this.#settle!;
+    this.#settle = undefined;
+    this.#deadline?.cancel();
+    settle(outcome);
+  }
+}
