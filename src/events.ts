@@ -189,3 +189,12 @@ export function emit<E>(listener: ((event: E) => void) | undefined, event: E): v
     // A listener's bug must not turn a success into a failure.
   }
 }
+
+/** `fields` without its `undefined` values: an event's optional fields are absent, never `undefined`. */
+export function defined<T extends object>(
+  fields: T,
+): Partial<{ [K in keyof T]: Exclude<T[K], undefined> }> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(fields)) if (value !== undefined) out[key] = value;
+  return out as Partial<{ [K in keyof T]: Exclude<T[K], undefined> }>;
+}

@@ -64,3 +64,23 @@ export interface LogicalRequest {
   /** How to send it again later, for `giveUp` events (replayable requests only). */
   replay?: (() => ReplayRequest | undefined) | undefined;
 }
+
+/** How one attempt ended: a response (and how to unlink the caller's signal from it), or a failure. */
+export type Outcome<R> =
+  | { ok: true; response: R; unlink: () => void }
+  | { ok: false; error: unknown };
+
+/** Where a logical request that an adapter started with `Executor.first` ends: once, one of the two. */
+export interface FirstSink<R> {
+  resolve(response: R): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Attempt 1 admitted for an adapter to send itself (`Executor.first`): it
+ * must settle within `limit` ms (the attempt's deadline, which the adapter
+ * arms; `Infinity` for none), then be handed to `Executor.firstDone`.
+ */
+export interface FirstTicket {
+  readonly limit: number;
+}

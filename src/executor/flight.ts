@@ -1,9 +1,7 @@
 /**
- * One logical request on its way: what every attempt shares (key, deadline,
- * the redacted URL, the backoff's previous delay) in one object, which is
- * also the policies' admission context (no allocation to admit) and the
- * ticket of an adapter's own attempt 1. Its end is said here, once:
- * `giveUp` if it gave up, then `end`.
+ * One logical request on its way: what its attempts share, in one object that
+ * is also the policies' admission context and an adapter's ticket for
+ * attempt 1. Its end is said here, once: `giveUp` if it gave up, then `end`.
  */
 import {
   DeadlineExceededError,
@@ -13,6 +11,7 @@ import {
   type StaunchErrorOptions,
 } from '../errors.js';
 import {
+  defined,
   emit,
   type GiveUpEvent,
   type GiveUpReason,
@@ -22,18 +21,13 @@ import {
 import type { Clock } from '../internal/clock.js';
 import { redactUrl, scrubbedCause, scrubError } from '../internal/redact.js';
 import { type AdmitContext, type Gate, OPEN_GATE } from '../policy/gate.js';
-import type { Exchange, LogicalRequest } from '../request.js';
+import type { Exchange, FirstTicket, LogicalRequest, Outcome } from '../request.js';
 import { classifyError, errorCode, isInvalidRequest } from '../retry/classify.js';
-import type { Failure, FirstTicket, Outcome } from './types.js';
+import type { Failure } from './types.js';
 
 export class Flight<R> implements AdmitContext, FirstTicket {
-  readonly request: LogicalRequest;
-  readonly exchange: Exchange<R>;
-  readonly clock: Clock;
-  readonly on: StaunchListeners;
-  readonly key: string;
-  /** Clock time the request began, and its total deadline expires. */
   readonly began: number;
+  /** Clock time the total deadline expires. */
   readonly deadline: number;
   /** The attempt being admitted or sent; `sent`: the last that left. */
   attempt = 1;
@@ -47,58 +41,58 @@ export class Flight<R> implements AdmitContext, FirstTicket {
   limit = Number.POSITIVE_INFINITY;
   scope: DeadlineScope = 'total';
   #giveUp: GiveUpEvent | undefined;
-  #redacted: string | undefined;
+  #url: string | undefined;
 
   constructor(
-    request: LogicalRequest,
-    exchange: Exchange<R>,
-    clock: Clock,
-    on: StaunchListeners,
-    key: string,
+    readonly request: LogicalRequest,
+    readonly exchange: Exchange<R>,
+    readonly clock: Clock,
+    readonly on: StaunchListeners,
+    readonly key: string,
   ) {
-    this.request = request;
-    this.exchange = exchange;
-    this.clock = clock;
-    this.on = on;
-    this.key = key;
     this.began = clock.now();
     this.deadline = this.began + request.timeout.total;
   }
 
   url(): string {
-    this.#redacted ??= redactUrl(this.request.url);
-    return this.#redacted;
+    this.#url ??= redactUrl(this.request.url);
+    return this.#url;
   }
 
-  /** The attempt leaves at `now` with `gate`: its deadline is its own, or what is left of the total. */
+  /**
+   * The admitted attempt leaves at `now` with `gate`, if the total deadline
+   * has not passed: its own deadline is `timeout.attempt` or what is left.
+   */
   leave(gate: Gate, now: number): void {
     const remaining = this.deadline - now;
+    if (remaining <= 0) {
+      gate.release();
+      this.giveUp('deadline', this.attempt - 1);
+      throw this.expired('total', this.attempt - 1);
+    }
     const { attempt } = this.request.timeout;
     this.gate = gate;
     this.started = now;
     this.sent = this.attempt;
     this.scope = attempt < remaining ? 'attempt' : 'total';
     this.limit = Math.min(attempt, remaining);
+    if (this.on.attemptStart === undefined) return;
+    emit(this.on.attemptStart, {
+      method: this.request.method,
+      url: this.url(),
+      attempt: this.sent,
+    });
   }
 
-  /** The error that ends the attempt under way at its `limit`. */
-  expired(): DeadlineExceededError {
+  /** The error that ends the attempt under way at its `limit` (or the request, `total`). */
+  expired(scope = this.scope, attempts = this.attempt): DeadlineExceededError {
     const { method, timeout } = this.request;
-    const ms = this.scope === 'total' ? timeout.total : timeout.attempt;
-    return deadlineExceeded(method, this.url(), this.scope, ms, this.attempt);
-  }
-
-  /** The total deadline passed after `attempts`: `giveUp`, and its error. */
-  outOfTime(attempts: number): DeadlineExceededError {
-    this.giveUp('deadline', attempts);
-    const { method, timeout } = this.request;
-    return deadlineExceeded(method, this.url(), 'total', timeout.total, attempts);
+    return deadlineExceeded(method, this.url(), scope, timeout[scope], attempts);
   }
 
   /** The request gives up after `attempts` for `reason`: said at its end. */
   giveUp(reason: GiveUpReason, attempts: number, why?: Partial<GiveUpEvent>): void {
-    const { method } = this.request;
-    this.#giveUp = { ...why, method, url: this.url(), attempts, reason };
+    this.#giveUp = { ...why, method: this.request.method, url: this.url(), attempts, reason };
   }
 
   /** A policy refused the attempt: `giveUp`, then its error (the previous failure its cause). */
@@ -114,33 +108,25 @@ export class Flight<R> implements AdmitContext, FirstTicket {
   }
 
   onWait(reason: WaitReason, duration: number, attempt = this.attempt): void {
-    const listener = this.on.wait;
-    if (listener === undefined) return;
-    emit(listener, { method: this.request.method, url: this.url(), attempt, reason, duration });
+    if (this.on.wait === undefined) return;
+    const { method } = this.request;
+    emit(this.on.wait, { method, url: this.url(), attempt, reason, duration });
   }
 
-  /** The retry stops at `failed` (`reason`: it gave up, said): its response back, or its error. */
-  stop(failed: Failure<R>, reason?: GiveUpReason, delay?: number): R {
-    const { outcome, lesson } = failed;
+  /** The retrying stops at `failed` (`reason`: it gave up): its response back, or its error. */
+  stop({ outcome, lesson }: Failure<R>, reason?: GiveUpReason, delay?: number): R {
     if (reason !== undefined) {
       const { status, code, kind } = lesson;
-      this.giveUp(reason, this.attempt, {
-        ...(status !== undefined && { status }),
-        ...(code !== undefined && { code }),
-        ...(kind !== undefined && { kind }),
-        ...(delay !== undefined && { delay }),
-      });
+      this.giveUp(reason, this.attempt, defined({ status, code, kind, delay }));
     }
     if (outcome.ok) return this.handOver(outcome);
     throw this.failure(outcome.error);
   }
 
   /** The response goes back to the caller; the caller's signal stays linked as the adapter says. */
-  handOver(outcome: Extract<Outcome<R>, { ok: true }>): R {
-    const { response, unlink } = outcome;
+  handOver({ response, unlink }: Extract<Outcome<R>, { ok: true }>): R {
     if (this.request.signal !== undefined) {
-      const { exchange } = this;
-      if (exchange.handOver) exchange.handOver(response, unlink);
+      if (this.exchange.handOver) this.exchange.handOver(response, unlink);
       else unlink();
     }
     return this.done(response);
@@ -148,45 +134,43 @@ export class Flight<R> implements AdmitContext, FirstTicket {
 
   /** The request ends with `response` (handed back by the adapter or {@link handOver}). */
   done(response: R): R {
-    this.#end(this.exchange.status(response), undefined);
+    this.#end({ status: this.exchange.status(response) });
     return response;
   }
 
   /** The request ends with `error`, thrown to the caller. */
   failed(error: unknown): unknown {
-    this.#end(undefined, errorCode(error));
+    this.#end(defined({ code: errorCode(error) }));
     return error;
   }
 
-  #end(status: number | undefined, code: string | undefined): void {
+  #end(how: { status?: number; code?: string }): void {
     const { on, request } = this;
     const giveUp = this.#giveUp;
     if (giveUp !== undefined && on.giveUp !== undefined) {
-      // A replayable request's event carries how to send it again; non-enumerable, so a
-      // log that prints the event does not copy the body.
+      // How to send it again, non-enumerable: a log that prints the event does not copy the body.
       const replay = request.replayable ? request.replay?.() : undefined;
       if (replay !== undefined) Object.defineProperty(giveUp, 'replay', { value: replay });
       emit(on.giveUp, giveUp);
     }
     if (on.end === undefined) return;
+    const duration = this.clock.now() - this.began;
     emit(on.end, {
       method: request.method,
       url: this.url(),
       attempts: this.sent,
-      ...(status !== undefined && { status }),
-      ...(code !== undefined && { code }),
-      duration: this.clock.now() - this.began,
+      ...how,
+      duration,
     });
   }
 
   /** What the caller is thrown for a failure without a response: a `NetworkError`, scrubbed. */
   failure(error: unknown): unknown {
-    const { request } = this;
     if (error instanceof DeadlineExceededError) return error;
-    scrubError(error, request.secrets());
+    scrubError(error, this.request.secrets());
     if (isInvalidRequest(error)) return error; // the caller's mistake, as the runtime made it
     const detail = errorCode(error) ?? (error instanceof Error ? error.message : String(error));
     const maybeSent = classifyError(error) === 'maybe-sent';
-    return networkFailure(request.method, this.url(), this.attempt, error, detail, maybeSent);
+    return networkFailure(this.request.method, this.url(), this.attempt, error, detail, maybeSent);
   }
 }

@@ -4,18 +4,13 @@
  * below 400 teaches nothing more: it is handed back.
  */
 import { DeadlineExceededError } from '../errors.js';
-import { emit } from '../events.js';
+import { defined, emit } from '../events.js';
 import { feedback } from '../policy/gate.js';
-import {
-  classifyError,
-  classifyStatus,
-  errorCode,
-  isStaleConnection,
-  refineStatus,
-} from '../retry/classify.js';
+import type { Outcome } from '../request.js';
+import { classifyResponse, errorCode, errorScope, isStaleConnection } from '../retry/classify.js';
 import type { AttemptVerdict } from '../retry/decide.js';
 import type { Flight } from './flight.js';
-import type { Lesson, Outcome, Setup } from './types.js';
+import type { Lesson, Setup } from './types.js';
 
 /**
  * Learns from the attempt under way's `outcome`. `undefined`: a response to
@@ -31,27 +26,14 @@ export function learn<R>(setup: Setup, flight: Flight<R>, outcome: Outcome<R>): 
 }
 
 function fromResponse<R>(setup: Setup, flight: Flight<R>, response: R, done: number) {
-  const { policies, on } = setup;
-  const { request, exchange, attempt, started } = flight;
+  const { policies } = setup;
+  const { request, exchange, started } = flight;
   const status = exchange.status(response);
   const headers = exchange.headers(response);
-  let refined: ReturnType<typeof refineStatus> | undefined;
-  if (status >= 400) {
-    const scope = classifyStatus(status, headers, request.retry.statuses);
-    const { method, url } = request;
-    refined = refineStatus(setup.classify, { method, url, status, headers, scope });
-  }
+  const refined =
+    status >= 400 ? classifyResponse(setup.classify, request, status, headers) : undefined;
   const kind = refined?.kind;
-  if (on.attempt !== undefined) {
-    emit(on.attempt, {
-      method: request.method,
-      url: flight.url(),
-      attempt,
-      status,
-      ...(kind !== undefined && { kind }),
-      duration: done - started,
-    });
-  }
+  say(setup, flight, done, { status, kind });
   const pacing = setup.pacing(headers, status, done, policies?.limiter !== undefined);
   if (policies !== undefined) {
     feedback(policies, flight.key, flight.gate, { status, pacing, sentAt: started }, done);
@@ -62,8 +44,8 @@ function fromResponse<R>(setup: Setup, flight: Flight<R>, response: R, done: num
 }
 
 function fromError(setup: Setup, flight: Flight<unknown>, error: unknown, done: number): Lesson {
-  const { policies, on } = setup;
-  const { request, attempt, started } = flight;
+  const { policies } = setup;
+  const { request, started } = flight;
   const aborted = request.signal?.aborted === true;
   // The stale keep-alive race (classify.ts, STALE_CONNECTION): resent at once, no backoff,
   // no budget, not a breaker failure. Only a transport can tell; see staunch/undici.
@@ -75,34 +57,25 @@ function fromError(setup: Setup, flight: Flight<unknown>, error: unknown, done: 
   if (aborted) throw request.signal!.reason;
   flight.lastError = error;
   const code = errorCode(error);
-  if (on.attempt !== undefined) {
-    emit(on.attempt, {
-      method: request.method,
-      url: flight.url(),
-      attempt,
-      ...(code !== undefined && { code }),
-      duration: done - started,
-    });
-  }
+  say(setup, flight, done, { code });
   if (error instanceof DeadlineExceededError && error.timeout === 'total') {
-    flight.giveUp('deadline', attempt);
+    flight.giveUp('deadline', flight.attempt);
     throw error;
   }
-  return {
-    verdict: verdict(error, stale),
-    status: undefined,
-    code,
-    kind: undefined,
-    pacing: undefined,
-    done,
-  };
+  const verdict: AttemptVerdict = { ...errorScope(error), stale };
+  return { verdict, status: undefined, code, kind: undefined, pacing: undefined, done };
 }
 
-/** Who may retry a failure without a response, and why it is worth retrying. */
-function verdict(error: unknown, stale: boolean): AttemptVerdict {
-  if (error instanceof DeadlineExceededError)
-    return { scope: 'replayable', reason: 'timeout', stale };
-  const kind = classifyError(error);
-  if (kind === 'unsent') return { scope: 'any', reason: 'unsent', stale };
-  return { scope: kind === 'fatal' ? 'never' : 'replayable', reason: 'maybe-sent', stale };
+/** Says `attempt`: how the attempt under way ended, at `done`. */
+function say(
+  setup: Setup,
+  flight: Flight<unknown>,
+  done: number,
+  how: { status?: number; kind?: string | undefined; code?: string | undefined },
+) {
+  const listener = setup.on.attempt;
+  if (listener === undefined) return;
+  const { method } = flight.request;
+  const duration = done - flight.started;
+  emit(listener, { method, url: flight.url(), attempt: flight.attempt, ...defined(how), duration });
 }

@@ -1,16 +1,14 @@
 /**
  * One attempt raced against its deadline and the caller's signal: the
  * outcome settles once, as soon as any of the three ends it, even if the
- * transport ignores its signal. Every abort goes through one method, so the
- * race needs no listener on the attempt's own signal. A response that
- * arrives after the abort is released.
+ * transport ignores its signal. A response that arrives after is released.
  */
 import { noop } from '../internal/clock.js';
 import { type Deadline, startDeadline, startSteadyDeadline } from '../internal/deadlines.js';
 import { linkSignal } from '../internal/signals.js';
 import { AbortToken } from '../internal/token.js';
+import type { Outcome } from '../request.js';
 import type { Flight } from './flight.js';
-import type { Outcome } from './types.js';
 
 /** Sends `flight`'s attempt under way (admitted: `Flight.leave`); resolves with how it ended. */
 export function race<R>(flight: Flight<R>): Promise<Outcome<R>> {
@@ -29,17 +27,16 @@ class Race<R> {
   constructor(flight: Flight<R>, settle: (outcome: Outcome<R>) => void) {
     this.#flight = flight;
     this.#settle = settle;
-    this.#controller =
-      flight.exchange.tokenSignal === true ? new AbortToken() : new AbortController();
+    const token = flight.exchange.tokenSignal === true;
+    this.#controller = token ? new AbortToken() : new AbortController();
   }
 
   start(): void {
-    const { exchange, request, limit, attempt } = this.#flight;
-    const caller = request.signal;
-    if (caller !== undefined) this.#unlink = linkSignal(caller, this.abort);
+    const { exchange, request, limit, attempt, clock } = this.#flight;
+    if (request.signal !== undefined) this.#unlink = linkSignal(request.signal, this.abort);
     if (Number.isFinite(limit)) {
       const start = exchange.steadyDeadlines === true ? startSteadyDeadline : startDeadline;
-      this.#deadline = start(this.#flight.clock, limit, this);
+      this.#deadline = start(clock, limit, this);
     }
     let sent: Promise<R>;
     try {
@@ -55,17 +52,10 @@ class Race<R> {
     this.abort(this.#flight.expired());
   }
 
-  /**
-   * The caller's abort, or the deadline. After a response was handed back the
-   * caller's abort still reaches the controller (it cancels the body); it
-   * settles nothing then.
-   */
+  /** The caller's abort or the deadline; once a response was handed back, it only cancels the body. */
   readonly abort = (reason: unknown): void => {
     this.#controller.abort(reason);
-    if (this.#settle !== undefined) {
-      this.#unlink();
-      this.#end({ ok: false, error: reason });
-    }
+    this.#fail(reason);
   };
 
   readonly #ok = (response: R): void => {

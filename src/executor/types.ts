@@ -1,11 +1,12 @@
 /**
- * What the executor's parts share: how an attempt ended, what it taught, the
- * executor's settings, and the hand-off types of an adapter that sends
- * attempt 1 itself. Types only.
+ * What the executor's parts share: its settings, and what a failed attempt
+ * taught. Types only; the adapters' side (`Exchange`, `Outcome`, the
+ * hand-off of attempt 1) is request.ts.
  */
 import type { StaunchListeners } from '../events.js';
 import type { Clock, Random } from '../internal/clock.js';
 import type { Policies } from '../policy/policies.js';
+import type { Outcome } from '../request.js';
 import type { StatusClassifier } from '../retry/classify.js';
 import type { AttemptVerdict } from '../retry/decide.js';
 import type { PacingReader, ResponsePacing, ServerPacing } from '../retry/server-delay.js';
@@ -22,21 +23,10 @@ export interface ExecutorOptions {
   pacing?: PacingReader | undefined;
 }
 
-/** The executor's settings, resolved once, as its parts read them. */
-export interface Setup {
-  readonly clock: Clock;
-  readonly random: Random;
-  readonly on: StaunchListeners;
-  /** `undefined` when every policy is off. */
-  readonly policies: Policies | undefined;
-  readonly classify: StatusClassifier | undefined;
+/** The executor's settings as its parts read them (`policies`: none when all are off). */
+export interface Setup extends Readonly<Omit<ExecutorOptions, 'pacing'>> {
   readonly pacing: ResponsePacing;
 }
-
-/** How one attempt ended: a response (and how to unlink the caller's signal from it), or a failure. */
-export type Outcome<R> =
-  | { ok: true; response: R; unlink: () => void }
-  | { ok: false; error: unknown };
 
 /** What an attempt that is not handed back taught: how to go on. */
 export interface Lesson {
@@ -54,19 +44,4 @@ export interface Lesson {
 export interface Failure<R> {
   readonly outcome: Outcome<R>;
   readonly lesson: Lesson;
-}
-
-/** Where a logical request that an adapter started with `Executor.first` ends: once, one of the two. */
-export interface FirstSink<R> {
-  resolve(response: R): void;
-  reject(error: unknown): void;
-}
-
-/**
- * Attempt 1 admitted for an adapter to send itself (`Executor.first`): it
- * must settle within `limit` ms (the attempt's deadline, which the adapter
- * arms; `Infinity` for none), then be handed to `Executor.firstDone`.
- */
-export interface FirstTicket {
-  readonly limit: number;
 }

@@ -4,9 +4,9 @@
  * (when the retry is decided, with its delay, before the wait), and the wait
  * itself, while the failed response is released.
  */
-import { emit, type GiveUpReason, type WaitReason } from '../events.js';
+import { defined, emit, type GiveUpReason } from '../events.js';
 import { noop } from '../internal/clock.js';
-import { linkSignal } from '../internal/signals.js';
+import { sleepUnder } from '../internal/signals.js';
 import { chargesBudget, type RetryBudget } from '../policy/budget.js';
 import { type Decision, decide } from '../retry/decide.js';
 import type { Flight } from './flight.js';
@@ -31,8 +31,6 @@ export function next(setup: Setup, flight: Flight<unknown>, lesson: Lesson): Dec
   });
 }
 
-type Retry = Extract<Decision, { action: 'retry' }>;
-
 /**
  * The retry `decision` of `failed` goes: paid from the budget, said, waited.
  * A reason instead: the budget refused it, and the request gives up.
@@ -40,47 +38,41 @@ type Retry = Extract<Decision, { action: 'retry' }>;
 export async function retryAfter<R>(
   setup: Setup,
   flight: Flight<R>,
-  decision: Retry,
-  failed: Failure<R>,
+  decision: Extract<Decision, { action: 'retry' }>,
+  { lesson, outcome }: Failure<R>,
 ): Promise<GiveUpReason | undefined> {
-  const { policies, on } = setup;
-  const { lesson, outcome } = failed;
+  const { budget, breaker, limiter } = setup.policies ?? {};
   const { delay, source } = decision;
-  const { status, code, kind } = lesson;
-  const { budget, breaker, limiter } = policies ?? {};
+  const { status, code, kind, verdict } = lesson;
+  const open = (): boolean => breaker?.refusing(flight.key) === true;
   if (
     budget !== undefined &&
-    chargesBudget(
-      decision.charged,
-      status,
-      limiter !== undefined,
-      () => breaker?.refusing(flight.key) === true,
-    ) &&
-    !(await withdraw(setup, budget, flight, flight.deadline - delay))
+    chargesBudget(decision.charged, status, limiter !== undefined, open)
   ) {
-    return 'budget';
+    if (!(await withdraw(setup, budget, flight, flight.deadline - delay))) return 'budget';
   }
-  const { method } = flight.request;
-  emit(on.retry, {
-    method,
+  emit(setup.on.retry, {
+    method: flight.request.method,
     url: flight.url(),
     attempt: flight.attempt,
     delay,
     delaySource: source,
-    reason: lesson.verdict.reason,
-    ...(status !== undefined && { status }),
-    ...(code !== undefined && { code }),
-    ...(kind !== undefined && { kind }),
+    reason: verdict.reason,
+    ...defined({ status, code, kind }),
   });
   // A hint paces only its own retry: the backoff goes on from its own previous delay.
-  if (source === 'backoff' && !lesson.verdict.stale) flight.previousDelay = delay;
-  const wait = sleep(setup, flight, delay, source === 'backoff' ? 'backoff' : 'server');
+  if (source === 'backoff' && !verdict.stale) flight.previousDelay = delay;
+  const since = setup.clock.now();
+  const wait = sleep(setup, flight, delay);
   if (outcome.ok) {
     outcome.unlink();
     const drained = flight.exchange.discard(outcome.response, wait).catch(noop);
     await wait;
     await drained;
   } else await wait;
+  if (delay <= 0) return undefined;
+  const waited = setup.clock.now() - since;
+  flight.onWait(source === 'backoff' ? 'backoff' : 'server', waited, flight.attempt + 1);
   return undefined;
 }
 
@@ -96,7 +88,7 @@ async function withdraw(
   budget: RetryBudget,
   flight: Flight<unknown>,
   latest: number,
-): Promise<boolean> {
+) {
   const { clock, policies } = setup;
   const { key } = flight;
   if (await budget.tryWithdraw(key).catch(() => true)) return true;
@@ -104,7 +96,7 @@ async function withdraw(
   const since = clock.now();
   for (;;) {
     if (clock.now() + step >= latest) return false;
-    await sleep(setup, flight, step, undefined);
+    await sleep(setup, flight, step);
     if (policies?.breaker?.refusing(key) || (await budget.tryWithdraw(key).catch(() => true))) {
       flight.onWait('budget', clock.now() - since, flight.attempt + 1);
       return true;
@@ -112,32 +104,7 @@ async function withdraw(
   }
 }
 
-/**
- * Sleeps `ms` under the caller's signal, through the shared link (one
- * listener per parent signal, however many requests sleep on it), then says
- * it as a `wait` of the next attempt for `reason` (none: not said).
- */
-async function sleep(
-  setup: Setup,
-  flight: Flight<unknown>,
-  ms: number,
-  reason: WaitReason | undefined,
-): Promise<void> {
-  if (ms <= 0) return;
-  const { clock } = setup;
-  const since = clock.now();
-  const signal = flight.request.signal;
-  if (signal === undefined) await clock.sleep(ms);
-  else {
-    // An abort since the attempt settled: a link to an aborted signal would never fire.
-    signal.throwIfAborted();
-    const controller = new AbortController();
-    const unlink = linkSignal(signal, (why) => controller.abort(why));
-    try {
-      await clock.sleep(ms, controller.signal);
-    } finally {
-      unlink();
-    }
-  }
-  if (reason !== undefined) flight.onWait(reason, clock.now() - since, flight.attempt + 1);
+/** Sleeps `ms` on the clock, under the caller's signal. */
+function sleep(setup: Setup, flight: Flight<unknown>, ms: number): Promise<void> {
+  return ms > 0 ? sleepUnder(setup.clock, ms, flight.request.signal) : Promise.resolve();
 }

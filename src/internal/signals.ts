@@ -8,6 +8,7 @@
  * the listener is removed as soon as the set is empty.
  */
 
+import type { Clock } from './clock.js';
 import { AbortToken } from './token.js';
 
 interface Group {
@@ -43,4 +44,26 @@ export function linkSignal(parent: AbortSignal, child: (reason: unknown) => void
       parent.removeEventListener('abort', onAbort);
     }
   };
+}
+
+/**
+ * `clock.sleep(ms)` that the caller's `signal` ends with its reason, through
+ * the shared link above (one listener on `signal` however many requests
+ * sleep under it). A signal aborted already rejects at once: a link to it
+ * would never fire.
+ */
+export async function sleepUnder(
+  clock: Clock,
+  ms: number,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  if (signal === undefined) return clock.sleep(ms);
+  signal.throwIfAborted();
+  const controller = new AbortController();
+  const unlink = linkSignal(signal, (why) => controller.abort(why));
+  try {
+    await clock.sleep(ms, controller.signal);
+  } finally {
+    unlink();
+  }
 }

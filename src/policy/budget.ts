@@ -8,7 +8,7 @@ import { type Clock, noop } from '../internal/clock.js';
 import { LastMap } from '../internal/last-map.js';
 import { checkObject, nonNegativeFinite, readNumber } from '../internal/validate.js';
 import type { Json, StateStore, StoreOperation, StoreUpdate } from '../store/store.js';
-import { runOp, runOpMaybe } from './store-call.js';
+import { ignoreRejection, runOp, runOpMaybe } from './store-call.js';
 
 /** Options of the retry budget (`budget` in `createFetch`). */
 export interface BudgetOptions {
@@ -209,6 +209,15 @@ export class RetryBudget {
     this.#pending.set(key, { count: 1, since: now });
     const args = { ...this.#args, count: pending.count, age: now - pending.since };
     return runOpMaybe(this.#store, BUDGET_KEY_PREFIX + key, budgetDeposit, args, now, noop);
+  }
+
+  /** {@link deposit}, best effort: a store that fails is ignored, and the request goes on. */
+  credit(key: string, now: number): void {
+    try {
+      ignoreRejection(this.deposit(key, now));
+    } catch {
+      // Policies learn on a best-effort basis.
+    }
   }
 
   /**

@@ -9,6 +9,7 @@
  * | other statuses in `retry.statuses`, maybe-sent error | replayable only    |
  * | any other status                                     | never              |
  */
+import { DeadlineExceededError } from '../errors.js';
 import {
   type HeaderSource,
   parseRetryAfter,
@@ -336,4 +337,36 @@ export function refineStatus(
   return typeof kind === 'string' && kind !== '' && kind.length <= 64
     ? { scope: refined, kind }
     : { scope: refined };
+}
+
+/**
+ * The retry table's verdict for a response of `status` (400 or more) to
+ * `request`, refined by `hook` (the `classify` option).
+ */
+export function classifyResponse(
+  hook: StatusClassifier | undefined,
+  request: {
+    readonly method: string;
+    readonly url: string;
+    readonly retry: { readonly statuses: ReadonlySet<number> };
+  },
+  status: number,
+  headers: HeaderSource,
+): { scope: RetryScope; kind?: string } {
+  const scope = classifyStatus(status, headers, request.retry.statuses);
+  return refineStatus(hook, { method: request.method, url: request.url, status, headers, scope });
+}
+
+/**
+ * Who may retry a failure without a response, and why it is worth retrying:
+ * a deadline is a `timeout`; the rest as {@link classifyError} reads it.
+ */
+export function errorScope(error: unknown): {
+  scope: RetryScope;
+  reason: 'timeout' | 'unsent' | 'maybe-sent';
+} {
+  if (error instanceof DeadlineExceededError) return { scope: 'replayable', reason: 'timeout' };
+  const kind = classifyError(error);
+  if (kind === 'unsent') return { scope: 'any', reason: 'unsent' };
+  return { scope: kind === 'fatal' ? 'never' : 'replayable', reason: 'maybe-sent' };
 }
