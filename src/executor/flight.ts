@@ -26,8 +26,8 @@ import { classifyError, errorCode, isInvalidRequest } from '../retry/classify.js
 import type { Failure } from './types.js';
 
 export class Flight<R> implements AdmitContext, FirstTicket {
+  /** Clock times the request began, and its total deadline expires. */
   readonly began: number;
-  /** Clock time the total deadline expires. */
   readonly deadline: number;
   /** The attempt being admitted or sent; `sent`: the last that left. */
   attempt = 1;
@@ -109,8 +109,7 @@ export class Flight<R> implements AdmitContext, FirstTicket {
 
   onWait(reason: WaitReason, duration: number, attempt = this.attempt): void {
     if (this.on.wait === undefined) return;
-    const { method } = this.request;
-    emit(this.on.wait, { method, url: this.url(), attempt, reason, duration });
+    emit(this.on.wait, { method: this.request.method, url: this.url(), attempt, reason, duration });
   }
 
   /** The retrying stops at `failed` (`reason`: it gave up): its response back, or its error. */

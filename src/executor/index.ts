@@ -1,9 +1,7 @@
 /**
- * The executor: one logical request, many attempts. It knows nothing of
- * fetch or undici; an adapter hands it an `Exchange` (how to send one attempt
- * and read its response) and it decides, per DESIGN.md, whether and when to
- * send again, inside the deadline, and what to hand back. The loop is
- * {@link Executor.run}'s: attempt, learn, decide, then wait or stop.
+ * The executor: one logical request, many attempts. An adapter hands it an
+ * `Exchange` (how to send one attempt, read its response); its loop admits
+ * and sends an attempt, learns, decides, then waits or stops (DESIGN.md).
  */
 import type { DeadlineExceededError } from '../errors.js';
 import { admit, type Gate, OPEN_GATE } from '../policy/gate.js';

@@ -4,13 +4,15 @@
  * below 400 teaches nothing more: it is handed back.
  */
 import { DeadlineExceededError } from '../errors.js';
-import { defined, emit } from '../events.js';
+import { type AttemptEvent, defined, emit } from '../events.js';
 import { feedback } from '../policy/gate.js';
 import type { Outcome } from '../request.js';
 import { classifyResponse, errorCode, errorScope, isStaleConnection } from '../retry/classify.js';
 import type { AttemptVerdict } from '../retry/decide.js';
 import type { Flight } from './flight.js';
 import type { Lesson, Setup } from './types.js';
+
+type Fields<E> = { [K in keyof E]?: E[K] | undefined };
 
 /**
  * Learns from the attempt under way's `outcome`. `undefined`: a response to
@@ -67,12 +69,7 @@ function fromError(setup: Setup, flight: Flight<unknown>, error: unknown, done: 
 }
 
 /** Says `attempt`: how the attempt under way ended, at `done`. */
-function say(
-  setup: Setup,
-  flight: Flight<unknown>,
-  done: number,
-  how: { status?: number; kind?: string | undefined; code?: string | undefined },
-) {
+function say(setup: Setup, flight: Flight<unknown>, done: number, how: Fields<AttemptEvent>) {
   const listener = setup.on.attempt;
   if (listener === undefined) return;
   const { method } = flight.request;

@@ -1,7 +1,6 @@
 /**
- * One attempt raced against its deadline and the caller's signal: the
- * outcome settles once, as soon as any of the three ends it, even if the
- * transport ignores its signal. A response that arrives after is released.
+ * One attempt raced against its deadline and the caller's signal: settled once, by the first
+ * of the three, even if the transport ignores its signal; a response after that is released.
  */
 import { noop } from '../internal/clock.js';
 import { type Deadline, startDeadline, startSteadyDeadline } from '../internal/deadlines.js';

@@ -1,8 +1,4 @@
-/**
- * What the executor's parts share: its settings, and what a failed attempt
- * taught. Types only; the adapters' side (`Exchange`, `Outcome`, the
- * hand-off of attempt 1) is request.ts.
- */
+/** What the executor's parts share: its settings, what an attempt taught. Types only. */
 import type { StaunchListeners } from '../events.js';
 import type { Clock, Random } from '../internal/clock.js';
 import type { Policies } from '../policy/policies.js';

@@ -7,7 +7,7 @@
 import { defined, emit, type GiveUpReason } from '../events.js';
 import { noop } from '../internal/clock.js';
 import { sleepUnder } from '../internal/signals.js';
-import { chargesBudget, type RetryBudget } from '../policy/budget.js';
+import { chargesBudget } from '../policy/budget.js';
 import { type Decision, decide } from '../retry/decide.js';
 import type { Flight } from './flight.js';
 import type { Failure, Lesson, Setup } from './types.js';
@@ -45,11 +45,11 @@ export async function retryAfter<R>(
   const { delay, source } = decision;
   const { status, code, kind, verdict } = lesson;
   const open = (): boolean => breaker?.refusing(flight.key) === true;
-  if (
-    budget !== undefined &&
-    chargesBudget(decision.charged, status, limiter !== undefined, open)
-  ) {
-    if (!(await withdraw(setup, budget, flight, flight.deadline - delay))) return 'budget';
+  if (budget !== undefined && chargesBudget(decision.charged, status, !!limiter, open)) {
+    const { key, request, deadline } = flight;
+    const waited = await budget.take(key, deadline - delay, request.signal, open);
+    if (waited === false) return 'budget';
+    if (waited > 0) flight.onWait('budget', waited, flight.attempt + 1);
   }
   emit(setup.on.retry, {
     method: flight.request.method,
@@ -63,48 +63,16 @@ export async function retryAfter<R>(
   // A hint paces only its own retry: the backoff goes on from its own previous delay.
   if (source === 'backoff' && !verdict.stale) flight.previousDelay = delay;
   const since = setup.clock.now();
-  const wait = sleep(setup, flight, delay);
+  const wait = delay > 0 ? sleepUnder(setup.clock, delay, flight.request.signal) : undefined;
+  let drained: Promise<void> | undefined;
   if (outcome.ok) {
     outcome.unlink();
-    const drained = flight.exchange.discard(outcome.response, wait).catch(noop);
-    await wait;
-    await drained;
-  } else await wait;
-  if (delay <= 0) return undefined;
+    drained = flight.exchange.discard(outcome.response, wait ?? Promise.resolve()).catch(noop);
+  }
+  await wait;
+  await drained;
+  if (wait === undefined) return undefined;
   const waited = setup.clock.now() - since;
   flight.onWait(source === 'backoff' ? 'backoff' : 'server', waited, flight.attempt + 1);
   return undefined;
-}
-
-/**
- * Takes a retry from the budget; when it holds none, waits for its floor to
- * refill one, as long as the retry (and its delay after) still fits before
- * `latest`: the budget bounds the rate of retries, it does not drop them. A
- * circuit that opens meanwhile ends the wait uncharged (the retry then
- * waits for the probe's verdict and adds no load). `false`: no time.
- */
-async function withdraw(
-  setup: Setup,
-  budget: RetryBudget,
-  flight: Flight<unknown>,
-  latest: number,
-) {
-  const { clock, policies } = setup;
-  const { key } = flight;
-  if (await budget.tryWithdraw(key).catch(() => true)) return true;
-  const step = Math.max(50, budget.refillMs);
-  const since = clock.now();
-  for (;;) {
-    if (clock.now() + step >= latest) return false;
-    await sleep(setup, flight, step);
-    if (policies?.breaker?.refusing(key) || (await budget.tryWithdraw(key).catch(() => true))) {
-      flight.onWait('budget', clock.now() - since, flight.attempt + 1);
-      return true;
-    }
-  }
-}
-
-/** Sleeps `ms` on the clock, under the caller's signal. */
-function sleep(setup: Setup, flight: Flight<unknown>, ms: number): Promise<void> {
-  return ms > 0 ? sleepUnder(setup.clock, ms, flight.request.signal) : Promise.resolve();
 }

@@ -6,6 +6,7 @@
  */
 import { type Clock, noop } from '../internal/clock.js';
 import { LastMap } from '../internal/last-map.js';
+import { sleepUnder } from '../internal/signals.js';
 import { checkObject, nonNegativeFinite, readNumber } from '../internal/validate.js';
 import type { Json, StateStore, StoreOperation, StoreUpdate } from '../store/store.js';
 import { ignoreRejection, runOp, runOpMaybe } from './store-call.js';
@@ -242,6 +243,31 @@ export class RetryBudget {
         ? this.#args
         : { ...this.#args, deposits: pending.count, age: now - pending.since };
     return runOp(this.#store, BUDGET_KEY_PREFIX + key, budgetWithdraw, args, now, identity);
+  }
+
+  /**
+   * Takes a retry of `key`; when the budget holds none, waits for its floor
+   * to refill one (under `signal`), as long as the retry still fits before
+   * `latest`: the budget bounds the rate of retries, it does not drop them.
+   * A circuit that opens meanwhile (`refusing`) ends the wait uncharged: the
+   * retry then waits for the probe's verdict and adds no load. The ms it
+   * waited, or `false`: no retry in time. A store that fails grants it.
+   */
+  async take(
+    key: string,
+    latest: number,
+    signal: AbortSignal | undefined,
+    refusing: () => boolean,
+  ): Promise<number | false> {
+    if (await this.tryWithdraw(key).catch(() => true)) return 0;
+    const clock = this.#clock;
+    const step = Math.max(50, this.refillMs);
+    const since = clock.now();
+    while (clock.now() + step < latest) {
+      await sleepUnder(clock, step, signal);
+      if (refusing() || (await this.tryWithdraw(key).catch(() => true))) return clock.now() - since;
+    }
+    return false;
   }
 
   /** Writes every key's pending credits (many keys: bounded memory). */
