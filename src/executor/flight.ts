@@ -38,7 +38,7 @@ export class Flight<R> implements AdmitContext, FirstTicket {
   /** The attempt under way: its gate, start, deadline (`limit` ms, of `scope`). */
   gate: Gate = OPEN_GATE;
   started = 0;
-  limit = Number.POSITIVE_INFINITY;
+  limit: number = Number.POSITIVE_INFINITY;
   scope: DeadlineScope = 'total';
   #giveUp: GiveUpEvent | undefined;
   #url: string | undefined;
@@ -85,7 +85,10 @@ export class Flight<R> implements AdmitContext, FirstTicket {
   }
 
   /** The error that ends the attempt under way at its `limit` (or the request, `total`). */
-  expired(scope = this.scope, attempts = this.attempt): DeadlineExceededError {
+  expired(
+    scope: DeadlineScope = this.scope,
+    attempts: number = this.attempt,
+  ): DeadlineExceededError {
     const { method, timeout } = this.request;
     return deadlineExceeded(method, this.url(), scope, timeout[scope], attempts);
   }
@@ -107,7 +110,7 @@ export class Flight<R> implements AdmitContext, FirstTicket {
     });
   }
 
-  onWait(reason: WaitReason, duration: number, attempt = this.attempt): void {
+  onWait(reason: WaitReason, duration: number, attempt: number = this.attempt): void {
     if (this.on.wait === undefined) return;
     emit(this.on.wait, { method: this.request.method, url: this.url(), attempt, reason, duration });
   }

@@ -1,7 +1,6 @@
 /**
- * What one attempt's outcome teaches: its gate is released, `attempt` is
- * said, the policies are told, and the retry table reads it. A response
- * below 400 teaches nothing more: it is handed back.
+ * What one attempt's outcome teaches: its gate is released, `attempt` is said, the policies are
+ * told, and the retry table reads it. A response below 400 is handed back.
  */
 import { DeadlineExceededError } from '../errors.js';
 import { type AttemptEvent, defined, emit } from '../events.js';

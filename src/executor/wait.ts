@@ -1,8 +1,6 @@
 /**
- * After an attempt that was not handed back: the decision (retry/decide.ts),
- * the retry budget's charge (its rule: policy/budget.ts), the `retry` event
- * (when the retry is decided, with its delay, before the wait), and the wait
- * itself, while the failed response is released.
+ * After an attempt that was not handed back: the decision (retry/decide.ts), the budget's charge
+ * (policy/budget.ts), `retry` (said when decided, before the wait), and the wait itself.
  */
 import { defined, emit, type GiveUpReason } from '../events.js';
 import { noop } from '../internal/clock.js';
