@@ -6,6 +6,7 @@
  * and staunch/undici's `createFetch`.
  */
 import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { NetworkError, SsrfBlockedError } from '../errors.js';
 import type { Exchange, LogicalRequest } from '../executor.js';
@@ -24,8 +25,7 @@ import {
   upperMethod,
 } from '../request-options.js';
 import { errorCode } from '../retry/classify.js';
-import type { HeaderSource } from '../retry/server-delay.js';
-import { Attempt, LEGACY_CORE } from './attempt.js';
+import { Attempt, type Caller } from './attempt.js';
 import type { UndiciRuntime } from './client.js';
 import { hasHeader, headerPairs, withHeader } from './headers.js';
 
@@ -78,20 +78,14 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   readonly tokenSignal = true;
   /** Attempts come and go beside undici's own timers: their deadlines go on the steady list. */
   readonly steadyDeadlines = true;
-  /**
-   * Retries dispatch straight to undici 7's legacy handler API (attempt.ts,
-   * `CoreHandler`): unmarked attempts, whose `dispatch` is staunch's own
-   * `Agent`'s (`createAgent`), on undici 7.
-   */
-  readonly core: boolean;
-  /** See {@link UndiciRuntime.ownPacing}. */
-  readonly #ownPacing: boolean;
+  /** The caller's side of the request, which every attempt tells of its start and its 1xx. */
+  readonly #caller: Caller;
 
   // Positional, not an object of fields: one allocation fewer on every request.
   constructor(
     dispatch: Dispatcher.Dispatch,
     opts: Dispatcher.DispatchOptions,
-    ownPacing: boolean,
+    caller: Caller,
     method: string,
     origin: string,
     path: string,
@@ -99,11 +93,10 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     signal: AbortSignal,
     settings: RequestSettings,
     keyHeader: string,
-    core: boolean,
   ) {
     this.#dispatch = dispatch;
     this.#opts = opts;
-    this.#ownPacing = ownPacing;
+    this.#caller = caller;
     this.method = method;
     this.origin = origin;
     this.#path = path;
@@ -113,7 +106,6 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     this.timeout = settings.timeout;
     this.#keyHeader = keyHeader;
     this.resendable = resendable(opts.body);
-    this.core = core;
   }
 
   /**
@@ -146,28 +138,15 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   }
 
   send(signal: AbortSignal): Promise<Attempt> {
-    return Attempt.send(this.#dispatch, this.#opts, signal);
-  }
-
-  sendWith(
-    signal: AbortSignal,
-    _attempt: number,
-    ok: (attempt: Attempt) => void,
-    fail: (error: unknown) => void,
-  ): void {
-    Attempt.sendWith(this.#dispatch, this.#opts, signal, ok, fail, this.core);
+    return Attempt.send(this.#dispatch, this.#opts, signal, this.#caller);
   }
 
   status(attempt: Attempt): number {
     return attempt.status;
   }
 
-  /**
-   * The parsed headers; of a success that only staunch's own pacing readers
-   * will read, the attempt itself, which reads them raw (`Attempt.get`).
-   */
-  headers(attempt: Attempt): HeaderSource {
-    return this.#ownPacing && attempt.status < 400 ? attempt : attempt.headers;
+  headers(attempt: Attempt): IncomingHttpHeaders {
+    return attempt.headers;
   }
 
   discard(attempt: Attempt, stop: Promise<unknown>): Promise<void> {
@@ -187,6 +166,7 @@ export function prepare(
   opts: StaunchDispatchOptions,
   signal: AbortSignal,
   mark: boolean,
+  caller: Caller,
 ): DispatchCall {
   let base: Dispatcher.DispatchOptions = opts;
   let staunch: unknown;
@@ -217,7 +197,7 @@ export function prepare(
   return new DispatchCall(
     dispatch,
     attemptOpts,
-    client.ownPacing === true,
+    caller,
     method,
     origin,
     base.path,
@@ -225,7 +205,6 @@ export function prepare(
     signal,
     settings,
     header,
-    !mark && LEGACY_CORE,
   );
 }
 

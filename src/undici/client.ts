@@ -18,19 +18,7 @@ export type { ClientOptions, Runtime };
 export { checkListeners };
 
 /** The runtime of the undici adapters. */
-export interface UndiciRuntime extends Runtime {
-  /**
-   * No `pacing` option: the headers of a success are read only by staunch's
-   * own pacing readers, which may read them raw (attempt.ts, `get`).
-   */
-  readonly ownPacing?: boolean;
-  /**
-   * `createAgent`'s, when its undici `Agent` times the wait for response
-   * headers exactly as `timeout.attempt` does (first.ts, `heldByUndici`):
-   * attempt 1 on the lean path leaves its deadline to that timer once written.
-   */
-  readonly undiciHoldsDeadline?: boolean;
-}
+export type UndiciRuntime = Runtime;
 
 /**
  * Resolves the core options once, checking their keys (`label` names the
@@ -40,6 +28,5 @@ export function resolveUndiciRuntime(options: unknown, label: string): UndiciRun
   const o = (
     options === undefined ? {} : checkObject(label, options, CLIENT_KEYS)
   ) as ClientOptions;
-  const runtime = resolveRuntime(o, (on) => withChannels(on, true));
-  return Object.freeze({ ...runtime, ownPacing: o.pacing === undefined });
+  return resolveRuntime(o, (on) => withChannels(on, true));
 }
