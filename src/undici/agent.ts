@@ -15,6 +15,7 @@
 import { lookup as dnsLookup } from 'node:dns';
 import type { EventEmitter } from 'node:events';
 import { Agent, buildConnector, Dispatcher } from 'undici';
+import { checkNumber } from '../internal/validate.js';
 import { passesThrough } from './call.js';
 import { type ClientOptions, resolveUndiciRuntime, type UndiciRuntime } from './client.js';
 import { runFirst } from './first.js';
@@ -28,8 +29,22 @@ import {
 import { guardConnector, guardLookup } from './ssrf.js';
 import { watchSockets } from './stale.js';
 
-/** Options of `createAgent`: the transport's and the core client's. */
-export interface AgentOptions extends TransportOptions, ClientOptions {}
+/** Options of `createAgent`: the transport's, the core client's, and its own. */
+export interface AgentOptions extends TransportOptions, ClientOptions {
+  /**
+   * Bytes of a one-shot request body kept so that a replayable request can
+   * be sent again: undici's `fetch` and Node's global fetch hand a dispatcher
+   * every body (a string's too) as an async iterable it can read once. A
+   * body that states its length (`content-length`) and is no longer than
+   * this is kept as it is sent; a longer one, or one of unknown length, is
+   * sent once (its give-up reason is `body-not-replayable`). `0` keeps none.
+   * @default 1_048_576
+   */
+  bodyReplayLimit?: number;
+}
+
+/** The default of {@link AgentOptions.bodyReplayLimit}: 1 MiB. */
+const BODY_REPLAY_LIMIT = 1024 * 1024;
 
 /**
  * The undici `Agent` options for resolved transport options. Every default
@@ -138,9 +153,16 @@ class StaunchAgent extends Dispatcher {
  * @see docs/undici.md
  */
 export function createAgent(options: AgentOptions = {}): Dispatcher {
-  const { transport, rest } = splitOptions(options, 'createAgent options');
-  const resolved = resolveTransport(transport);
-  const client = resolveUndiciRuntime(rest, 'createAgent options');
+  const { transport, rest } = splitOptions(options, 'createAgent options', ['bodyReplayLimit']);
+  const { bodyReplayLimit, ...ours } = transport;
+  const resolved = resolveTransport(ours);
+  const client: UndiciRuntime = Object.freeze({
+    ...resolveUndiciRuntime(rest, 'createAgent options'),
+    bodyReplayLimit:
+      bodyReplayLimit === undefined
+        ? BODY_REPLAY_LIMIT
+        : checkNumber('bodyReplayLimit', bodyReplayLimit, { min: 0, integer: true }),
+  });
   watchSockets();
   return new StaunchAgent(new Agent(agentOptions(resolved)), client);
 }

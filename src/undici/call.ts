@@ -28,6 +28,7 @@ import { errorCode } from '../retry/classify.js';
 import { Attempt, type Caller } from './attempt.js';
 import type { UndiciRuntime } from './client.js';
 import { hasHeader, headerPairs, withHeader } from './headers.js';
+import { KeptBody, keepBody } from './kept-body.js';
 
 /** Per-request options, on the dispatch options as `staunch: { … }`. */
 export interface StaunchDispatchFields {
@@ -189,10 +190,16 @@ export function prepare(
   );
   if (key !== undefined) headers = withHeader(headers, header, key);
   const origin = originOf(base.origin);
+  const kept = keepBody(base.body, headers, client.bodyReplayLimit);
   let attemptOpts: Dispatcher.DispatchOptions = base;
-  if (mark) attemptOpts = { ...base, headers, [HANDLED]: true } as Dispatcher.DispatchOptions;
-  else if (base !== opts || headers !== base.headers) {
-    attemptOpts = { ...base, headers } as Dispatcher.DispatchOptions;
+  if (mark || kept !== undefined || base !== opts || headers !== base.headers) {
+    // undici's types list no async iterable body, which its dispatch takes (fetch's own).
+    attemptOpts = {
+      ...base,
+      headers,
+      ...(kept !== undefined && { body: kept }),
+    } as Dispatcher.DispatchOptions;
+    if (mark) (attemptOpts as { [HANDLED]?: true })[HANDLED] = true;
   }
   return new DispatchCall(
     dispatch,
@@ -219,7 +226,8 @@ const always = (): boolean => true;
 
 /**
  * Can the body be sent again? Strings, bytes, Blobs and FormData (undici
- * encodes them afresh for each dispatch): always. A Node stream: only after
+ * encodes them afresh for each dispatch), and a one-shot body kept as it
+ * is sent (kept-body.ts): always. A Node stream: only after
  * an attempt that provably never connected, if nothing was read from it.
  * Other iterables: once.
  */
@@ -227,6 +235,7 @@ function resendable(body: unknown): (unsent: boolean) => boolean {
   if (
     body === undefined ||
     body === null ||
+    body instanceof KeptBody ||
     typeof body === 'string' ||
     ArrayBuffer.isView(body) ||
     body instanceof ArrayBuffer ||

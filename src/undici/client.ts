@@ -18,7 +18,13 @@ export type { ClientOptions, Runtime };
 export { checkListeners };
 
 /** The runtime of the undici adapters. */
-export type UndiciRuntime = Runtime;
+export interface UndiciRuntime extends Runtime {
+  /**
+   * Bytes of a one-shot request body (kept-body.ts) kept to send it again:
+   * `createAgent`'s `bodyReplayLimit`; 0 for the interceptor.
+   */
+  readonly bodyReplayLimit: number;
+}
 
 /**
  * Resolves the core options once, checking their keys (`label` names the
@@ -28,5 +34,6 @@ export function resolveUndiciRuntime(options: unknown, label: string): UndiciRun
   const o = (
     options === undefined ? {} : checkObject(label, options, CLIENT_KEYS)
   ) as ClientOptions;
-  return resolveRuntime(o, (on) => withChannels(on, true));
+  const runtime = resolveRuntime(o, (on) => withChannels(on, true));
+  return Object.freeze({ ...runtime, bodyReplayLimit: 0 });
 }
