@@ -96,7 +96,7 @@ class FirstAttempt extends Attempt implements FirstSink<Attempt>, Caller {
     try {
       this.#handler.onResponseStart?.(this.#controller, status, headers, text);
     } catch {
-      // A caller that fails on a 1xx still gets the response, as from undici's own core.
+      // A throw from a 1xx callback has nowhere to go: the final response still follows.
     }
   }
 
