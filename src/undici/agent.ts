@@ -4,23 +4,22 @@
  * pool, keep-alive below the server's hint, opt-in HTTP/2, TLS options, the
  * opt-in SSRF guard).
  *
- * A subclass of undici's `Dispatcher`, not `agent.compose(retryInterceptor)`:
- * `compose` converts between undici's two handler APIs at each interceptor
- * (the response headers rebuilt as Buffers, then parsed again), which cost
- * 3–9 µs a request; here a legacy caller (`undici.request`) gets the raw
- * headers undici read (legacy.ts), the attempts need no mark, and on undici 7
- * they speak its legacy API to the `Agent` (attempt.ts, `CoreHandler`), so
- * the headers are not parsed for staunch before the caller parses them.
+ * A subclass of undici's `Dispatcher` rather than
+ * `agent.compose(retryInterceptor)`: its attempts need no mark, and a legacy
+ * caller (`undici.request`) gets the raw headers undici read (legacy.ts).
+ * Its state is in plain fields, not `#private` ones: `compose` returns a
+ * `Proxy` of the dispatcher, and `close`/`destroy` called through it run
+ * with the proxy as `this`.
  */
 
 import { lookup as dnsLookup } from 'node:dns';
 import type { EventEmitter } from 'node:events';
 import { Agent, buildConnector, Dispatcher } from 'undici';
-import { LEGACY_CORE } from './attempt.js';
+import { checkNumber } from '../internal/validate.js';
 import { passesThrough } from './call.js';
 import { type ClientOptions, resolveUndiciRuntime, type UndiciRuntime } from './client.js';
-import { heldByUndici, runFirst, runFirstStarted } from './first.js';
-import { isNewApi, LegacyCaller, type LegacyHandler } from './legacy.js';
+import { runFirst } from './first.js';
+import { currentApi } from './legacy.js';
 import {
   type ResolvedTransport,
   resolveTransport,
@@ -30,8 +29,22 @@ import {
 import { guardConnector, guardLookup } from './ssrf.js';
 import { watchSockets } from './stale.js';
 
-/** Options of `createAgent`: the transport's and the core client's. */
-export interface AgentOptions extends TransportOptions, ClientOptions {}
+/** Options of `createAgent`: the transport's, the core client's, and its own. */
+export interface AgentOptions extends TransportOptions, ClientOptions {
+  /**
+   * Bytes of a one-shot request body kept so that a replayable request can
+   * be sent again: undici's `fetch` and Node's global fetch hand a dispatcher
+   * every body (a string's too) as an async iterable it can read once. A
+   * body that states its length (`content-length`) and is no longer than
+   * this is kept as it is sent; a longer one, or one of unknown length, is
+   * sent once (its give-up reason is `body-not-replayable`). `0` keeps none.
+   * @default 1_048_576
+   */
+  bodyReplayLimit?: number;
+}
+
+/** The default of {@link AgentOptions.bodyReplayLimit}: 1 MiB. */
+const BODY_REPLAY_LIMIT = 1024 * 1024;
 
 /**
  * The undici `Agent` options for resolved transport options. Every default
@@ -69,15 +82,16 @@ const AGENT_EVENTS: ReadonlySet<string | symbol> = new Set([
 
 /** The dispatcher `createAgent` returns. */
 class StaunchAgent extends Dispatcher {
-  readonly #agent: Agent;
-  readonly #client: UndiciRuntime;
-  readonly #dispatch: Dispatcher.Dispatch;
+  // Not `#private`: read through `compose`'s proxy too (see the module's comment).
+  protected readonly agent: Agent;
+  protected readonly client: UndiciRuntime;
+  protected readonly send: Dispatcher.Dispatch;
 
   constructor(agent: Agent, client: UndiciRuntime) {
     super();
-    this.#agent = agent;
-    this.#client = client;
-    this.#dispatch = agent.dispatch.bind(agent);
+    this.agent = agent;
+    this.client = client;
+    this.send = agent.dispatch.bind(agent);
     const forwarded = new Set<string | symbol>();
     const emitter = this as unknown as EventEmitter;
     const source = agent as unknown as EventEmitter;
@@ -92,22 +106,16 @@ class StaunchAgent extends Dispatcher {
     opts: Dispatcher.DispatchOptions,
     handler: Dispatcher.DispatchHandler,
   ): boolean {
-    if (passesThrough(opts)) return this.#agent.dispatch(opts, handler);
-    if (isNewApi(handler)) runFirstStarted(this.#client, this.#dispatch, opts, handler, false);
-    else if (LEGACY_CORE)
-      runFirst(this.#client, this.#dispatch, opts, handler as LegacyHandler, false);
-    else {
-      const caller = new LegacyCaller(handler as LegacyHandler);
-      runFirstStarted(this.#client, this.#dispatch, opts, caller, false);
-    }
+    if (passesThrough(opts)) return this.agent.dispatch(opts, handler);
+    runFirst(this.client, this.send, opts, currentApi(handler), false);
     return true;
   }
 
   override close(callback: () => void): void;
   override close(): Promise<void>;
   override close(callback?: () => void): Promise<void> | undefined {
-    if (callback === undefined) return this.#agent.close();
-    this.#agent.close(callback);
+    if (callback === undefined) return this.agent.close();
+    this.agent.close(callback);
     return undefined;
   }
 
@@ -119,7 +127,7 @@ class StaunchAgent extends Dispatcher {
     err?: Error | null | (() => void),
     callback?: () => void,
   ): Promise<void> | undefined {
-    const agent = this.#agent;
+    const agent = this.agent;
     if (typeof err === 'function') {
       agent.destroy(err);
       return undefined;
@@ -145,12 +153,16 @@ class StaunchAgent extends Dispatcher {
  * @see docs/undici.md
  */
 export function createAgent(options: AgentOptions = {}): Dispatcher {
-  const { transport, rest } = splitOptions(options, 'createAgent options');
-  const resolved = resolveTransport(transport);
-  const runtime = resolveUndiciRuntime(rest, 'createAgent options');
-  const client = heldByUndici(runtime, resolved)
-    ? Object.freeze({ ...runtime, undiciHoldsDeadline: true })
-    : runtime;
+  const { transport, rest } = splitOptions(options, 'createAgent options', ['bodyReplayLimit']);
+  const { bodyReplayLimit, ...ours } = transport;
+  const resolved = resolveTransport(ours);
+  const client: UndiciRuntime = Object.freeze({
+    ...resolveUndiciRuntime(rest, 'createAgent options'),
+    bodyReplayLimit:
+      bodyReplayLimit === undefined
+        ? BODY_REPLAY_LIMIT
+        : checkNumber('bodyReplayLimit', bodyReplayLimit, { min: 0, integer: true }),
+  });
   watchSockets();
   return new StaunchAgent(new Agent(agentOptions(resolved)), client);
 }

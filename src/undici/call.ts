@@ -6,6 +6,7 @@
  * and staunch/undici's `createFetch`.
  */
 import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { NetworkError, SsrfBlockedError } from '../errors.js';
 import type { Exchange, LogicalRequest } from '../executor/index.js';
@@ -24,10 +25,10 @@ import {
   upperMethod,
 } from '../request-options.js';
 import { errorCode } from '../retry/classify.js';
-import type { HeaderSource } from '../retry/server-delay.js';
-import { Attempt, LEGACY_CORE } from './attempt.js';
+import { Attempt, type Caller } from './attempt.js';
 import type { UndiciRuntime } from './client.js';
 import { hasHeader, headerPairs, withHeader } from './headers.js';
+import { KeptBody, keepBody } from './kept-body.js';
 
 /** Per-request options, on the dispatch options as `staunch: { … }`. */
 export interface StaunchDispatchFields {
@@ -78,20 +79,14 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   readonly tokenSignal = true;
   /** Attempts come and go beside undici's own timers: their deadlines go on the steady list. */
   readonly steadyDeadlines = true;
-  /**
-   * Retries dispatch straight to undici 7's legacy handler API (attempt.ts,
-   * `CoreHandler`): unmarked attempts, whose `dispatch` is staunch's own
-   * `Agent`'s (`createAgent`), on undici 7.
-   */
-  readonly core: boolean;
-  /** See {@link UndiciRuntime.ownPacing}. */
-  readonly #ownPacing: boolean;
+  /** The caller's side of the request, which every attempt tells of its start and its 1xx. */
+  readonly #caller: Caller;
 
   // Positional, not an object of fields: one allocation fewer on every request.
   constructor(
     dispatch: Dispatcher.Dispatch,
     opts: Dispatcher.DispatchOptions,
-    ownPacing: boolean,
+    caller: Caller,
     method: string,
     origin: string,
     path: string,
@@ -99,11 +94,10 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     signal: AbortSignal,
     settings: RequestSettings,
     keyHeader: string,
-    core: boolean,
   ) {
     this.#dispatch = dispatch;
     this.#opts = opts;
-    this.#ownPacing = ownPacing;
+    this.#caller = caller;
     this.method = method;
     this.origin = origin;
     this.#path = path;
@@ -113,7 +107,6 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     this.timeout = settings.timeout;
     this.#keyHeader = keyHeader;
     this.resendable = resendable(opts.body);
-    this.core = core;
   }
 
   /**
@@ -146,21 +139,15 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   }
 
   send(signal: AbortSignal): Promise<Attempt> {
-    return new Promise((ok, fail) =>
-      Attempt.sendWith(this.#dispatch, this.#opts, signal, ok, fail, this.core),
-    );
+    return Attempt.send(this.#dispatch, this.#opts, signal, this.#caller);
   }
 
   status(attempt: Attempt): number {
     return attempt.status;
   }
 
-  /**
-   * The parsed headers; of a success that only staunch's own pacing readers
-   * will read, the attempt itself, which reads them raw (`Attempt.get`).
-   */
-  headers(attempt: Attempt): HeaderSource {
-    return this.#ownPacing && attempt.status < 400 ? attempt : attempt.headers;
+  headers(attempt: Attempt): IncomingHttpHeaders {
+    return attempt.headers;
   }
 
   discard(attempt: Attempt, stop: Promise<unknown>): Promise<void> {
@@ -180,6 +167,7 @@ export function prepare(
   opts: StaunchDispatchOptions,
   signal: AbortSignal,
   mark: boolean,
+  caller: Caller,
 ): DispatchCall {
   let base: Dispatcher.DispatchOptions = opts;
   let staunch: unknown;
@@ -202,15 +190,21 @@ export function prepare(
   );
   if (key !== undefined) headers = withHeader(headers, header, key);
   const origin = originOf(base.origin);
+  const kept = keepBody(base.body, headers, client.bodyReplayLimit);
   let attemptOpts: Dispatcher.DispatchOptions = base;
-  if (mark) attemptOpts = { ...base, headers, [HANDLED]: true } as Dispatcher.DispatchOptions;
-  else if (base !== opts || headers !== base.headers) {
-    attemptOpts = { ...base, headers } as Dispatcher.DispatchOptions;
+  if (mark || kept !== undefined || base !== opts || headers !== base.headers) {
+    // undici's types list no async iterable body, which its dispatch takes (fetch's own).
+    attemptOpts = {
+      ...base,
+      headers,
+      ...(kept !== undefined && { body: kept }),
+    } as Dispatcher.DispatchOptions;
+    if (mark) (attemptOpts as { [HANDLED]?: true })[HANDLED] = true;
   }
   return new DispatchCall(
     dispatch,
     attemptOpts,
-    client.ownPacing === true,
+    caller,
     method,
     origin,
     base.path,
@@ -218,7 +212,6 @@ export function prepare(
     signal,
     settings,
     header,
-    !mark && LEGACY_CORE,
   );
 }
 
@@ -233,7 +226,8 @@ const always = (): boolean => true;
 
 /**
  * Can the body be sent again? Strings, bytes, Blobs and FormData (undici
- * encodes them afresh for each dispatch): always. A Node stream: only after
+ * encodes them afresh for each dispatch), and a one-shot body kept as it
+ * is sent (kept-body.ts): always. A Node stream: only after
  * an attempt that provably never connected, if nothing was read from it.
  * Other iterables: once.
  */
@@ -241,6 +235,7 @@ function resendable(body: unknown): (unsent: boolean) => boolean {
   if (
     body === undefined ||
     body === null ||
+    body instanceof KeptBody ||
     typeof body === 'string' ||
     ArrayBuffer.isView(body) ||
     body instanceof ArrayBuffer ||

@@ -20,16 +20,10 @@ export { checkListeners };
 /** The runtime of the undici adapters. */
 export interface UndiciRuntime extends Runtime {
   /**
-   * No `pacing` option: the headers of a success are read only by staunch's
-   * own pacing readers, which may read them raw (attempt.ts, `get`).
+   * Bytes of a one-shot request body (kept-body.ts) kept to send it again:
+   * `createAgent`'s `bodyReplayLimit`; 0 for the interceptor.
    */
-  readonly ownPacing?: boolean;
-  /**
-   * `createAgent`'s, when its undici `Agent` times the wait for response
-   * headers exactly as `timeout.attempt` does (first.ts, `heldByUndici`):
-   * attempt 1 on the lean path leaves its deadline to that timer once written.
-   */
-  readonly undiciHoldsDeadline?: boolean;
+  readonly bodyReplayLimit: number;
 }
 
 /**
@@ -41,5 +35,5 @@ export function resolveUndiciRuntime(options: unknown, label: string): UndiciRun
     options === undefined ? {} : checkObject(label, options, CLIENT_KEYS)
   ) as ClientOptions;
   const runtime = resolveRuntime(o, (on) => withChannels(on, true));
-  return Object.freeze({ ...runtime, ownPacing: o.pacing === undefined });
+  return Object.freeze({ ...runtime, bodyReplayLimit: 0 });
 }

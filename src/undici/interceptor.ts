@@ -3,13 +3,14 @@
  * `Dispatcher.compose`. Each dispatch becomes one logical request; each
  * attempt is a dispatch to the next dispatcher in the chain. The same
  * `Executor` as the fetch adapter decides (retry rules, backoff, server
- * pacing, deadlines, policies, events): this file only adapts.
+ * pacing, deadlines, policies, events): this file merges the options and
+ * wraps the caller's handler (first.ts); the handlers own the attempts.
  */
 import type { Dispatcher } from 'undici';
 import { passesThrough } from './call.js';
 import { type ClientOptions, resolveUndiciRuntime, type UndiciRuntime } from './client.js';
-import { runFirst, runFirstStarted } from './first.js';
-import { legacyFaceOf } from './legacy.js';
+import { runFirst } from './first.js';
+import { currentApi } from './legacy.js';
 import { watchSockets } from './stale.js';
 
 export type { StaunchDispatchFields, StaunchDispatchOptions } from './call.js';
@@ -45,10 +46,7 @@ export function retryInterceptorFor(
   return (dispatch) =>
     function staunchRetry(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) {
       if (passesThrough(opts)) return dispatch(opts, handler);
-      // A legacy caller (undici.request) under undici 7's compose: spoken to in its own API.
-      const legacy = legacyFaceOf(handler);
-      if (legacy !== undefined) runFirst(client, dispatch, opts, legacy, true);
-      else runFirstStarted(client, dispatch, opts, handler, true);
+      runFirst(client, dispatch, opts, currentApi(handler), true);
       return true;
     };
 }

@@ -1,11 +1,11 @@
 /**
- * A caller on undici's legacy handler API (`onConnect`, `onHeaders`,
- * `onData`, `onComplete`, `onError`: what `undici.request`, `stream`,
- * `pipeline` and undici's `fetch` hand a dispatcher), seen through the new
- * API that the retry machinery speaks. undici's own converters rebuild the
- * response headers as Buffers from the parsed object and parse them again;
- * this one hands on the raw headers undici read (`controller.rawHeaders`),
- * so nothing is converted twice.
+ * The adaptor for a caller on undici's legacy handler API (`onConnect`,
+ * `onHeaders`, `onData`, `onComplete`, `onError`: what `undici.request`,
+ * `stream`, `pipeline` and undici 7's `fetch` hand a dispatcher), seen
+ * through the current API that staunch's handlers speak. undici's own
+ * converter (`WrapHandler`) rebuilds the response headers from the parsed
+ * object, lower-cased; this one hands on the raw headers undici read
+ * (`controller.rawHeaders`, undici 7), as a bare `Agent` does.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
@@ -76,7 +76,7 @@ const WRAPPER: unknown = (() => {
  * legacy API to the dispatcher below spares undici's two conversions (the
  * headers parsed, rebuilt as Buffers, parsed again). Otherwise `undefined`.
  */
-export function legacyFaceOf(handler: object): LegacyHandler | undefined {
+function legacyFaceOf(handler: object): LegacyHandler | undefined {
   return WRAPPER !== undefined && handler.constructor === WRAPPER
     ? (handler as LegacyHandler)
     : undefined;
@@ -92,6 +92,17 @@ function toRaw(headers: IncomingHttpHeaders): Buffer[] {
     } else raw.push(Buffer.from(String(value), 'latin1'));
   }
   return raw;
+}
+
+/**
+ * The caller's handler on the current API: `handler` itself, the legacy
+ * caller inside undici 7's `compose` wrapper, or any other legacy handler,
+ * each adapted by {@link LegacyCaller}.
+ */
+export function currentApi(handler: object): Dispatcher.DispatchHandler {
+  const legacy = legacyFaceOf(handler);
+  if (legacy !== undefined) return new LegacyCaller(legacy);
+  return isNewApi(handler) ? handler : new LegacyCaller(handler as LegacyHandler);
 }
 
 export class LegacyCaller implements Dispatcher.DispatchHandler {

@@ -24,8 +24,6 @@ export interface Probe {
   reused: boolean;
   /** `socket.bytesRead` when the request was written. */
   bytesRead: number;
-  /** Told when the request went out on a socket that carried none before. */
-  wroteFresh?(): void;
 }
 
 /**
@@ -49,7 +47,6 @@ function onSendHeaders(message: unknown): void {
     probe.socket = socket as Probe['socket'];
     probe.reused = reused;
     probe.bytesRead = (socket as { bytesRead?: number }).bytesRead ?? 0;
-    if (!reused) probe.wroteFresh?.();
   }
 }
 

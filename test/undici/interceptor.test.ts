@@ -1,13 +1,16 @@
 import { Readable } from 'node:stream';
+import * as undici from 'undici';
 import { Agent, type Dispatcher, request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { NetworkError } from '../../src/errors.js';
 import { constantBackoff } from '../../src/retry/backoff.js';
-import { LEGACY_CORE } from '../../src/undici/attempt.js';
 import { CHANNELS, createAgent, retryInterceptor } from '../../src/undici/index.js';
 import { fakeClock, until } from '../helpers/clock.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
 import { channelLog, closeAfterEach, rejection, tracker } from './support.js';
+
+/** undici 7's dispatchers speak the legacy handler API; undici 8 exports a wrapper for it. */
+const LEGACY_CORE = !('Dispatcher1Wrapper' in undici);
 
 /** Closed after each test. */
 const open = closeAfterEach();

@@ -1,0 +1,71 @@
+/**
+ * A one-shot request body kept as it is sent, so that a replayable request
+ * can be sent again. undici's `fetch` (and Node's global fetch over a
+ * staunch agent) hands the dispatcher every body, a string's included, as
+ * an async generator it can read once; without this, `createAgent` could
+ * never send a `PUT` or a keyed `POST` from fetch a second time.
+ */
+import type { Dispatcher } from 'undici';
+import { headerPairs } from './headers.js';
+
+/** One-shot: an async iterable that is not a Node stream (those keep their own rule, call.ts). */
+function isOneShot(body: unknown): body is AsyncIterable<unknown> {
+  if (typeof body !== 'object' || body === null) return false;
+  const o = body as { [Symbol.asyncIterator]?: unknown; pipe?: unknown };
+  return typeof o[Symbol.asyncIterator] === 'function' && typeof o.pipe !== 'function';
+}
+
+/** The request's `content-length`, when it states one. */
+function declaredLength(headers: Dispatcher.DispatchOptions['headers']): number | undefined {
+  for (const [name, value] of headerPairs(headers)) {
+    if (name.length === 14 && name.toLowerCase() === 'content-length') {
+      const n = Number(value);
+      return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * `body` kept for resending when it is one-shot and its declared length is
+ * at most `limit` bytes; `undefined` otherwise (undici checks that what is
+ * sent matches the declared length, so no more than that is ever kept).
+ */
+export function keepBody(
+  body: unknown,
+  headers: Dispatcher.DispatchOptions['headers'],
+  limit: number,
+): KeptBody | undefined {
+  if (limit <= 0 || !isOneShot(body)) return undefined;
+  const length = declaredLength(headers);
+  return length !== undefined && length <= limit ? new KeptBody(body) : undefined;
+}
+
+/**
+ * Each attempt iterates it afresh: the chunks kept so far, then the rest of
+ * the source, each kept before it is handed on. A chunk read for an attempt
+ * that was aborted meanwhile is kept too, so the next attempt sends it.
+ */
+export class KeptBody implements AsyncIterable<unknown> {
+  readonly #source: AsyncIterator<unknown>;
+  readonly #chunks: unknown[] = [];
+  #done = false;
+
+  constructor(source: AsyncIterable<unknown>) {
+    this.#source = source[Symbol.asyncIterator]();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<unknown> {
+    const chunks = this.#chunks;
+    for (let i = 0; ; ) {
+      if (i < chunks.length) {
+        yield chunks[i++];
+        continue;
+      }
+      if (this.#done) return;
+      const next = await this.#source.next();
+      if (next.done === true) this.#done = true;
+      else chunks.push(next.value);
+    }
+  }
+}
