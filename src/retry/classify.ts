@@ -261,7 +261,8 @@ const FETCH_SCHEMES: ReadonlySet<string> = new Set([
  * runtime's own `Request` constructor where there is one: a URL that does
  * not parse or carries credentials, a scheme fetch does not know, a bad
  * port, or an init `new Request` rejects (a GET or HEAD with a body, an
- * invalid header name or value, an invalid method or mode). An error that
+ * invalid header name or value, an invalid method or mode, a stream body
+ * without `duplex: 'half'` where the runtime requires it). An error that
  * carries a network code (`ECONNREFUSED`…) is never a refusal.
  */
 export function refusedByFetch(url: string, init: RequestInit, error: unknown): boolean {
@@ -280,9 +281,13 @@ export function refusedByFetch(url: string, init: RequestInit, error: unknown): 
   }
   if (typeof Request !== 'function') return false;
   try {
-    // The body is a stand-in: the check must not read (or lock) the caller's stream.
+    // The body is a stand-in: the check must not read (or lock) the caller's stream. A
+    // stream stands in for a stream, so that a runtime that wants `duplex: 'half'` says so.
     const hasBody = init.body !== undefined && init.body !== null;
-    new Request(parsed.href, { ...init, body: hasBody ? '' : null, signal: null });
+    const stream =
+      hasBody && typeof ReadableStream === 'function' && init.body instanceof ReadableStream;
+    const body = stream ? new ReadableStream() : hasBody ? '' : null;
+    new Request(parsed.href, { ...init, body, signal: null });
     return false;
   } catch (refusal) {
     return refusal instanceof TypeError;
