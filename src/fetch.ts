@@ -16,6 +16,7 @@ import { checkObject, describe, keysOf } from './internal/validate.js';
 import { checkHeaderName } from './options.js';
 import { describeReplay, type ReplayRequest } from './replay.js';
 import {
+  checkSignal,
   idempotencyOf,
   type RequestSettings,
   readRequestOptions,
@@ -153,6 +154,7 @@ function send(
       settings = client.defaults;
     } else {
       const { staunch, idempotencyKey, ...rest } = init;
+      checkSignal('init.signal', rest.signal);
       base = rest;
       settings = readRequestOptions(client, staunch, 'init.staunch', {
         value: idempotencyKey,
