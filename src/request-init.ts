@@ -3,10 +3,11 @@
  * `RequestInit`, for projects that call a `createFetch` fetch through a
  * wrapper whose option type extends `RequestInit` (ky's `Options`, ofetch's
  * `FetchOptions`). Those types refuse `staunch: { … }` otherwise, though the
- * wrappers pass it on to the fetch they wrap. Opt in once per project:
+ * wrappers pass it on to the fetch they wrap. Opt in once per project, with
+ * a type-only import of this entry (an empty `import type {}` list), and
+ * then, through ky:
  *
  * @example
- * import type {} from 'staunch/request-init';
  * await api.post('orders', { json: order, staunch: { retry: { attempts: 5 } } });
  *
  * Types only: the module has no runtime code. Every `RequestInit` in the
