@@ -3,8 +3,10 @@
  * handed to every attempt as they are (fetch re-encodes them the same way each
  * time); FormData is encoded once so every attempt carries the same bytes and
  * boundary; a ReadableStream is sent at most once, unless an attempt failed
- * before reading a single chunk of it.
+ * before reading a single chunk of it, and is cancelled when the request
+ * fails (as fetch cancels its body on an abort or a network error).
  */
+import { noop } from './internal/clock.js';
 
 /** A body as each attempt should send it. */
 export interface AttemptBody {
@@ -15,6 +17,12 @@ export interface AttemptBody {
    * attempt provably never reached the server (its connection was never made).
    */
   resendable(unsent: boolean): boolean;
+  /**
+   * The request failed with `reason`: a stream body that no attempt will read
+   * again is cancelled with it, once, and its reader released. Absent for
+   * bodies that hold nothing open.
+   */
+  end?(reason: unknown): void;
 }
 
 const always = (): boolean => true;
@@ -33,18 +41,28 @@ const STREAM_REPLAY_LIMIT = 64 * 1024;
 
 /**
  * Wraps a stream so that each attempt gets a fresh stream over the same
- * source. Transports read ahead before they connect (undici pulls the first
- * chunk), so the chunks read so far are kept, up to `STREAM_REPLAY_LIMIT`:
- * when an attempt failed without ever connecting, nothing reached the server
- * and the next attempt sends those chunks again, then the rest. After any
- * other failure, a stream from which anything was read is not sent again.
+ * source, and staunch holds the source's reader (so it can cancel it and
+ * release it whatever the transport did with its own stream). Transports
+ * read ahead before they connect (undici pulls the first chunk), so the
+ * chunks read so far are kept, up to `limit` bytes: when an attempt failed
+ * without ever connecting, nothing reached the server and the next attempt
+ * sends those chunks again, then the rest. After any other failure, a stream
+ * from which anything was read is not sent again. `limit` 0: one attempt.
  */
-function lazyStream(source: ReadableStream<Uint8Array>): AttemptBody {
+function lazyStream(source: ReadableStream<Uint8Array>, limit: number): AttemptBody {
   let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
   const kept: Uint8Array[] = [];
   let bytes = 0;
   let overflow = false;
+  /** The source was read to its end, or cancelled: its reader is released. */
   let ended = false;
+  const release = (): void => {
+    ended = true;
+    // Nothing is pending once the source is done or cancelled; a runtime that disagrees keeps the lock.
+    try {
+      reader?.releaseLock();
+    } catch {}
+  };
   return {
     next: () => {
       let replayed = 0;
@@ -62,12 +80,12 @@ function lazyStream(source: ReadableStream<Uint8Array>): AttemptBody {
             reader ??= source.getReader();
             const { done, value } = await reader.read();
             if (done) {
-              ended = true;
+              if (!ended) release();
               controller.close();
               return;
             }
             bytes += value.byteLength;
-            if (!overflow && bytes <= STREAM_REPLAY_LIMIT) {
+            if (!overflow && bytes <= limit) {
               kept.push(value.slice());
               replayed++;
             } else {
@@ -81,6 +99,16 @@ function lazyStream(source: ReadableStream<Uint8Array>): AttemptBody {
       );
     },
     resendable: (unsent) => bytes === 0 || (unsent && !overflow),
+    end: (reason) => {
+      if (ended) return;
+      if (reader === undefined) {
+        ended = true;
+        if (!source.locked) source.cancel(reason).catch(noop);
+        return;
+      }
+      reader.cancel(reason).catch(noop);
+      release();
+    },
   };
 }
 
@@ -115,7 +143,7 @@ export function prepareBody(body: unknown, retries: boolean): AttemptBody | unde
   if (typeof FormData !== 'undefined' && body instanceof FormData) {
     return retries ? undefined : fixed(body);
   }
-  if (isStream(body)) return retries ? lazyStream(body) : oneShot(body);
+  if (isStream(body)) return lazyStream(body, retries ? STREAM_REPLAY_LIMIT : 0);
   return oneShot(body);
 }
 
@@ -130,4 +158,12 @@ export async function encodeFormData(
   const encoded = new Response(form);
   const contentType = encoded.headers.get('content-type') ?? undefined;
   return { body: fixed(await encoded.arrayBuffer()), contentType };
+}
+
+/**
+ * The request failed before a body was prepared (a mistake in its options):
+ * a stream body is cancelled all the same, so every failure ends it once.
+ */
+export function cancelStreamBody(body: unknown, reason: unknown): void {
+  if (isStream(body) && !body.locked) body.cancel(reason).catch(noop);
 }

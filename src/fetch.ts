@@ -4,7 +4,7 @@
  * the `staunch` field and the `idempotencyKey` shorthand on the init), same
  * `Response`.
  */
-import { type AttemptBody, encodeFormData, prepareBody } from './body.js';
+import { type AttemptBody, cancelStreamBody, encodeFormData, prepareBody } from './body.js';
 import { CLIENT_KEYS, type ClientOptions, type Runtime, resolveRuntime } from './client.js';
 import { emit } from './events.js';
 import type { Exchange, LogicalRequest } from './executor/index.js';
@@ -16,6 +16,7 @@ import { checkObject, describe, keysOf } from './internal/validate.js';
 import { checkHeaderName } from './options.js';
 import { describeReplay, type ReplayRequest } from './replay.js';
 import {
+  checkSignal,
   idempotencyOf,
   type RequestSettings,
   readRequestOptions,
@@ -153,6 +154,7 @@ function send(
       settings = client.defaults;
     } else {
       const { staunch, idempotencyKey, ...rest } = init;
+      checkSignal('init.signal', rest.signal);
       base = rest;
       settings = readRequestOptions(client, staunch, 'init.staunch', {
         value: idempotencyKey,
@@ -166,6 +168,7 @@ function send(
     }
     throw new TypeError(`fetch input must be a string, URL or Request, got ${describe(input)}`);
   } catch (error) {
+    cancelStreamBody(init?.body, error);
     return Promise.reject(error);
   }
 }
@@ -200,6 +203,7 @@ function prepared(
       client,
       base,
       new FetchCall(client, url, base, method, replayable, retry, settings, body),
+      body.end,
     );
   }
   return encodeFormData(base.body as FormData).then((encoded) => {
@@ -331,10 +335,21 @@ function refused(url: string, signal: AbortSignal, init: RequestInit, error: unk
   return signal.aborted || !refusedByFetch(url, init, error) ? error : markInvalid(error);
 }
 
-/** Hands the call to the executor. */
-function launch(client: FetchRuntime, base: Init, call: FetchCall): Promise<Response> {
+/** Hands the call to the executor; `end` cancels a stream body when the request fails. */
+function launch(
+  client: FetchRuntime,
+  base: Init,
+  call: FetchCall,
+  end?: (reason: unknown) => void,
+): Promise<Response> {
   const { method, url } = call;
-  const response = client.executor.run(call, call);
+  let response = client.executor.run(call, call);
+  if (end !== undefined) {
+    response = response.then(undefined, (reason: unknown) => {
+      end(reason);
+      throw reason;
+    });
+  }
   if (client.resume === undefined) return response;
   return withResume(response, client.resume, method, url, base, (headers) =>
     send(client, url, { ...base, headers }),

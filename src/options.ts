@@ -15,7 +15,7 @@ export interface RetryOptions {
   attempts?: number;
   /** Methods replayed after a maybe-sent failure (RFC 9110 §9.2.2 idempotent methods). @default ['GET','HEAD','OPTIONS','TRACE','PUT','DELETE','QUERY'] */
   methods?: readonly string[];
-  /** Statuses worth retrying. @default [408, 429, 500, 502, 503, 504, 529] */
+  /** Statuses worth retrying, each from 400 to 599. @default [408, 429, 500, 502, 503, 504, 529] */
   statuses?: readonly number[];
   /** Delay before each retry when the server gives no hint. @default exponentialBackoff({ base: 250, cap: 20_000, jitter: 'full' }) */
   backoff?: Backoff;
@@ -126,7 +126,8 @@ export function resolveRetryOptions(
     }
     resolved.statuses = new Set(
       o.statuses.map((s: unknown, i: number) =>
-        checkNumber(`${path}.statuses[${i}]`, s, { min: 100, max: 599, integer: true }),
+        // A status below 400 is not a failure: the executor hands it back before any retry.
+        checkNumber(`${path}.statuses[${i}]`, s, { min: 400, max: 599, integer: true }),
       ),
     );
   }

@@ -74,6 +74,28 @@ export function readRequestOptions(
   return { retry, timeout, key: k as string | undefined };
 }
 
+/**
+ * The caller's `signal` (`path` names it in errors): `undefined` or `null`
+ * for none, else an AbortSignal, of any realm or implementation that has what
+ * staunch calls on it. Anything else is a TypeError here, not a crash deep in
+ * the executor.
+ */
+export function checkSignal(path: string, value: unknown): AbortSignal | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof AbortSignal !== 'undefined' && value instanceof AbortSignal) return value;
+  const s = value as Partial<AbortSignal>;
+  if (
+    typeof s !== 'object' ||
+    typeof s.aborted !== 'boolean' ||
+    typeof s.throwIfAborted !== 'function' ||
+    typeof s.addEventListener !== 'function' ||
+    typeof s.removeEventListener !== 'function'
+  ) {
+    throw new TypeError(`${path} must be an AbortSignal, got ${describe(value)}`);
+  }
+  return value as AbortSignal;
+}
+
 /** What {@link idempotencyOf} decides: the key to add (if any), and whether the request may be replayed. */
 export interface Idempotency {
   readonly key: string | undefined;

@@ -8,6 +8,7 @@
  * RFC 9110 §14 (ranges), §13.1.1 (`If-Match`), §8.8.3 (strong ETags).
  */
 import { StaunchError, type StaunchErrorCode, type StaunchErrorOptions } from './errors.js';
+import { noop } from './internal/clock.js';
 import { redactUrl } from './internal/redact.js';
 import { checkNumber, checkObject } from './internal/validate.js';
 
@@ -96,6 +97,11 @@ export function resumable(
       { method: label.method, url: label.url, cause },
     );
 
+  /** The representation's length: the first response's, else the first 206's total. */
+  let total = typeof rep === 'string' ? undefined : rep.length;
+  /** Where the current 206 must end (exclusive); `undefined` while reading the first 200. */
+  let end: number | undefined;
+
   const resume = async (cause: unknown): Promise<void> => {
     if (typeof rep === 'string') throw fail(rep, cause);
     if (resumes >= options.attempts) {
@@ -109,12 +115,19 @@ export function resumable(
     const next = await refetch(headers).catch((error: unknown) => {
       throw fail('the range request failed', error);
     });
-    const check = checkContinuation(next, rep, offset);
-    if (check !== undefined) {
-      await next.body?.cancel().catch(() => {});
-      throw fail(check, cause);
+    const part = continuation(next, rep, offset, total);
+    if (typeof part === 'string') {
+      await next.body?.cancel().catch(noop);
+      throw fail(part, cause);
     }
+    ({ end, total } = part);
     reader = next.body!.getReader();
+  };
+
+  /** A 206 whose body disagrees with its own Content-Range: none of the extra bytes are handed on. */
+  const misframed = async (why: string): Promise<never> => {
+    await reader.cancel().catch(noop);
+    throw fail(why, undefined);
   };
 
   const body = new ReadableStream<Uint8Array>({
@@ -124,12 +137,19 @@ export function resumable(
         try {
           const { done, value } = await reader.read();
           if (done) {
-            if (typeof rep !== 'string' && rep.length !== undefined && offset !== rep.length) {
-              await resume(new Error(`body ended at ${offset} of ${rep.length} bytes`));
+            if (end !== undefined && offset < end) {
+              await misframed(`the 206 ended at byte ${offset}, short of its range end ${end}`);
+            }
+            if (total !== undefined && offset < total) {
+              await resume(new Error(`body ended at ${offset} of ${total} bytes`));
               continue;
             }
             controller.close();
             return;
+          }
+          // RFC 9110 §14.4: a 206 carries its range and nothing else; bytes past it are not the file.
+          if (end !== undefined && offset + value.byteLength > end) {
+            await misframed(`the 206 runs past its range end ${end}`);
           }
           offset += value.byteLength;
           controller.enqueue(value);
@@ -156,12 +176,22 @@ export function resumable(
   return out;
 }
 
-/** Why `next` does not continue `rep` at `offset`, or `undefined` when it does. */
-function checkContinuation(
+/** Where a 206 ends (exclusive) and the representation's length, once checked. */
+interface Part {
+  readonly end: number;
+  readonly total: number | undefined;
+}
+
+/**
+ * The part `next` carries when it continues `rep` at `offset` (`total`: the
+ * length known so far), or why it does not.
+ */
+function continuation(
   next: Response,
   rep: Representation,
   offset: number,
-): string | undefined {
+  total: number | undefined,
+): Part | string {
   if (next.status === 412) return 'the representation changed (412 to If-Match)';
   if (next.status === 200) {
     return rep.etag === undefined
@@ -170,19 +200,28 @@ function checkContinuation(
   }
   if (next.status !== 206) return `the range request got ${next.status}`;
   if (next.body === null) return 'the 206 has no body';
-  const range = CONTENT_RANGE.exec(next.headers.get('content-range') ?? '');
+  const raw = next.headers.get('content-range') ?? '';
+  const range = CONTENT_RANGE.exec(raw);
   if (range === null) return 'the 206 has no single byte range in Content-Range';
   const start = Number(range[1]);
-  const total = range[3] === '*' ? undefined : Number(range[3]);
+  const last = Number(range[2]);
+  const size = range[3] === '*' ? undefined : Number(range[3]);
   if (start !== offset) return `the 206 starts at byte ${start}, not ${offset}`;
-  if (rep.length !== undefined && total !== rep.length) {
-    return `the 206 is of a ${total ?? 'unknown'}-byte representation, not ${rep.length}`;
+  if (last < start || (size !== undefined && last >= size)) {
+    return `the 206's Content-Range is not a range of its representation (${raw})`;
+  }
+  if (total !== undefined && size !== total) {
+    return `the 206 is of a ${size ?? 'unknown'}-byte representation, not ${total}`;
   }
   const etag = next.headers.get('etag');
   if (rep.etag !== undefined && etag !== null && etag !== rep.etag) {
     return 'the representation changed (another ETag)';
   }
-  return undefined;
+  const length = next.headers.get('content-length');
+  if (length !== null && /^\d+$/.test(length) && Number(length) !== last - start + 1) {
+    return `the 206 carries ${length} bytes for the ${last - start + 1}-byte range ${start}-${last}`;
+  }
+  return { end: last + 1, total: size };
 }
 
 /** Validates `resume`: `true` is the defaults, `false`/`undefined` off. */

@@ -4,6 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { redactUrl } from '../internal/redact.js';
+import { BAD_PORTS } from '../retry/classify.js';
 
 /** Bad input: printed as one line, exit code 2. */
 export class UsageError extends Error {}
@@ -85,6 +86,12 @@ export function parseFetchArgs(argv: string[]): Parsed {
     if (parsed === undefined || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
       throw new UsageError(
         `URL must be an absolute http:// or https:// URL, got ${JSON.stringify(redactUrl(url))}`,
+      );
+    }
+    // fetch refuses these before sending anything: a usage error, not a network failure.
+    if (parsed.port !== '' && BAD_PORTS.has(Number(parsed.port))) {
+      throw new UsageError(
+        `port ${parsed.port} is one fetch refuses to connect to (the Fetch standard's bad ports), got ${JSON.stringify(redactUrl(url))}`,
       );
     }
   }

@@ -235,7 +235,7 @@ export function classifyStatus(
  * Fetch standard §2.9 "bad port": ports a fetch refuses to connect to
  * (https://fetch.spec.whatwg.org/#bad-port).
  */
-const BAD_PORTS: ReadonlySet<number> = new Set([
+export const BAD_PORTS: ReadonlySet<number> = new Set([
   1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102,
   103, 104, 109, 110, 111, 113, 115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465,
   512, 513, 514, 515, 526, 530, 531, 532, 540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993,
@@ -262,7 +262,8 @@ const FETCH_SCHEMES: ReadonlySet<string> = new Set([
  * runtime's own `Request` constructor where there is one: a URL that does
  * not parse or carries credentials, a scheme fetch does not know, a bad
  * port, or an init `new Request` rejects (a GET or HEAD with a body, an
- * invalid header name or value, an invalid method or mode). An error that
+ * invalid header name or value, an invalid method or mode, a stream body
+ * without `duplex: 'half'` where the runtime requires it). An error that
  * carries a network code (`ECONNREFUSED`…) is never a refusal.
  */
 export function refusedByFetch(url: string, init: RequestInit, error: unknown): boolean {
@@ -281,9 +282,13 @@ export function refusedByFetch(url: string, init: RequestInit, error: unknown): 
   }
   if (typeof Request !== 'function') return false;
   try {
-    // The body is a stand-in: the check must not read (or lock) the caller's stream.
+    // The body is a stand-in: the check must not read (or lock) the caller's stream. A
+    // stream stands in for a stream, so that a runtime that wants `duplex: 'half'` says so.
     const hasBody = init.body !== undefined && init.body !== null;
-    new Request(parsed.href, { ...init, body: hasBody ? '' : null, signal: null });
+    const stream =
+      hasBody && typeof ReadableStream === 'function' && init.body instanceof ReadableStream;
+    const body = stream ? new ReadableStream() : hasBody ? '' : null;
+    new Request(parsed.href, { ...init, body, signal: null });
     return false;
   } catch (refusal) {
     return refusal instanceof TypeError;

@@ -161,9 +161,12 @@ const ASCTIME = new RegExp(
 function utc(year: number, month: string, day: number, h: number, m: number, s: number) {
   const mon = MONTHS.indexOf(month);
   if (h > 23 || m > 59 || s > 60 || day < 1) return undefined;
-  const t = Date.UTC(year, mon, day, h, m, Math.min(s, 59));
+  const t = Date.UTC(year, mon, day, h, m);
   // Reject dates that Date.UTC would roll over (Feb 30 → Mar 2).
-  return new Date(t).getUTCDate() === day ? t : undefined;
+  if (new Date(t).getUTCDate() !== day) return undefined;
+  // RFC 9110 §5.6.7 allows second 60 (a leap second): it ends where the next minute
+  // starts, so :60 is read as that instant, never as :59 (a wait a second short).
+  return t + s * 1000;
 }
 
 /** Parses an HTTP-date in any of the three forms of RFC 9110 §5.6.7 to epoch ms. */

@@ -179,11 +179,17 @@ describe('staunch fetch', () => {
     [['fetch', 'http://x/', '-H', 'no colon'], "--header must be 'Name: value'"],
     [['fetch', 'http://x/', '--frobnicate'], "Unknown option '--frobnicate'"],
     [['fetch', 'http://x/', '-d', '@/nonexistent/file'], '--data @/nonexistent/file: ENOENT'],
+    [
+      ['fetch', 'http://u:SENTINEL-port-secret@127.0.0.1:6000/x'],
+      'port 6000 is one fetch refuses to connect to (the Fetch standard\'s bad ports), got "http://***@127.0.0.1:6000/x"',
+    ],
+    [['fetch', 'https://127.0.0.1:25/', '--retry', '5'], 'port 25 is one fetch refuses'],
   ])('bad argument %j: exit 2, one line', async (args, message) => {
     const r = await staunch(...args);
     expect(r.code).toBe(2);
     oneLine(r.err);
     expect(r.err).toContain(message);
+    expect(r.err).not.toContain('SENTINEL');
     expect(r.out.length).toBe(0);
   });
 

@@ -1,7 +1,7 @@
 /** Bodies and keys are the same, byte for byte, on every attempt. */
 import { describe, expect, test } from 'vitest';
 import { client } from '../helpers/harness.js';
-import { httpServer, type TestServer } from '../helpers/server.js';
+import { closedPort, httpServer, rawServer, type TestServer } from '../helpers/server.js';
 import { closeAfterEach } from '../helpers/teardown.js';
 
 let server: TestServer;
@@ -116,4 +116,117 @@ test('per-request fields never reach the transport', async () => {
     expect(Object.keys(init)).not.toContain('idempotencyKey');
     expect(init.signal).toBeInstanceOf(AbortSignal);
   }
+});
+
+describe('a ReadableStream body is cancelled once, with the reason, when the request fails', () => {
+  /** A stream of `chunks` chunks of `size` bytes, made as they are pulled, that records each cancel. */
+  function source(chunks = 3, size = 0) {
+    const cancels: unknown[] = [];
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (sent++ < chunks) c.enqueue(new TextEncoder().encode(`chunk${sent};`.padEnd(size, '.')));
+        else c.close();
+      },
+      cancel(reason) {
+        cancels.push(reason);
+      },
+    });
+    return { stream, cancels };
+  }
+  /** Far more than socket buffers hold: the server stops it before it ends. */
+  const LARGE = [256, 16 * 1024] as const;
+  const half = (init: RequestInit & { idempotencyKey?: string }): RequestInit =>
+    ({ duplex: 'half', ...init }) as RequestInit;
+
+  test('a transport error with retry: false', async () => {
+    const port = await closedPort();
+    const c = client({ retry: false });
+    open.defer(c.stop);
+    const { stream, cancels } = source();
+    const err = await c
+      .fetch(`http://127.0.0.1:${port}/`, half({ method: 'POST', body: stream }))
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'STAUNCH_NETWORK' });
+    expect(c.calls).toHaveLength(1);
+    expect(cancels).toEqual([err]);
+    expect(stream.locked).toBe(false);
+  });
+
+  test('attempts spent: three refused connections, then one cancel', async () => {
+    const port = await closedPort();
+    const c = client();
+    open.defer(c.stop);
+    const { stream, cancels } = source();
+    const err = await c
+      .fetch(`http://127.0.0.1:${port}/`, half({ method: 'PUT', body: stream }))
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'STAUNCH_NETWORK', attempts: 3 });
+    expect(c.calls).toHaveLength(3);
+    expect(cancels).toEqual([err]);
+    expect(stream.locked).toBe(false);
+  });
+
+  test('a reset once part of the body was sent: not sent again, cancelled once', async () => {
+    const raw = open.add(
+      await rawServer((socket) => socket.once('data', () => socket.resetAndDestroy())),
+    );
+    const c = client();
+    open.defer(c.stop);
+    const { stream, cancels } = source(...LARGE);
+    const err = await c
+      .fetch(raw.url, half({ method: 'PUT', body: stream, idempotencyKey: 'k' }))
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'STAUNCH_NETWORK', attempts: 1 });
+    expect(raw.connections).toBe(1);
+    expect(cancels).toEqual([err]);
+    expect(stream.locked).toBe(false);
+  });
+
+  test('the caller’s abort: cancelled with the caller’s own reason', async () => {
+    server = await httpServer(() => {}); // never answers
+    open.add(server);
+    const c = client();
+    open.defer(c.stop);
+    const { stream, cancels } = source(...LARGE);
+    const controller = new AbortController();
+    const reason = new Error('user gave up');
+    const pending = c.fetch(
+      server.url,
+      half({ method: 'POST', body: stream, signal: controller.signal }),
+    );
+    await server.seen(1);
+    controller.abort(reason);
+    await expect(pending).rejects.toBe(reason);
+    expect(cancels).toEqual([reason]);
+    expect(stream.locked).toBe(false);
+  });
+
+  test('a mistake in init.staunch: the TypeError, and the stream cancelled with it', async () => {
+    const c = client();
+    open.defer(c.stop);
+    const { stream, cancels } = source();
+    const err = await c
+      .fetch(
+        'http://127.0.0.1:9/',
+        half({ method: 'POST', body: stream, staunch: { retry: -1 } } as never),
+      )
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RangeError);
+    expect(c.calls).toHaveLength(0);
+    expect(cancels).toEqual([err]);
+  });
+
+  test('a request that succeeds: the whole stream sent, never cancelled, its reader released', async () => {
+    server = await httpServer((_req, res) => res.end('ok'));
+    open.add(server);
+    const c = client();
+    open.defer(c.stop);
+    const { stream, cancels } = source();
+    const res = await c.fetch(server.url, half({ method: 'POST', body: stream }));
+    expect(await res.text()).toBe('ok');
+    expect(server.received.map((r) => r.body.toString())).toEqual(['chunk1;chunk2;chunk3;']);
+    expect(cancels).toEqual([]);
+    expect(stream.locked).toBe(false);
+  });
 });

@@ -144,6 +144,43 @@ describe('the caller’s own mistakes', () => {
     expect((await fetch(`${s.url}/ok`)).status).toBe(200);
   });
 
+  test('a stream body without duplex: half: 30 keyless POSTs, keyed POSTs and PUTs, none retried or counted', async () => {
+    const s = await healthy();
+    const r = recorder();
+    const t = counting(fetch);
+    const f = createFetch({ fetch: t.fetch, on: r.on, random: () => 0 });
+    const inits: (() => RequestInit)[] = [
+      () => ({ method: 'POST' }),
+      () => ({ method: 'POST', idempotencyKey: 'order-1' }) as RequestInit,
+      () => ({ method: 'PUT' }),
+    ];
+    for (let i = 0; i < 30; i++) {
+      const init = inits[i % inits.length]!();
+      const body = new ReadableStream<Uint8Array>({
+        pull: (c) => c.enqueue(new TextEncoder().encode('chunk')),
+      });
+      const before = t.state.calls;
+      const err = await f(`${s.url}/upload`, { ...init, body }).then(
+        () => new Error('resolved'),
+        (e: unknown) => e,
+      );
+      // The runtime's own TypeError, at once: not a NetworkError that "may have been sent".
+      expect(err, init.method).toBeInstanceOf(TypeError);
+      expect(err, init.method).not.toHaveProperty('maybeSent');
+      expect(t.state.calls - before, init.method).toBe(1);
+    }
+    expect(s.received).toHaveLength(0);
+    expect(r.events.filter((e) => e.kind !== 'attempt')).toEqual([]);
+    // The same stream body with duplex: 'half' is sent, and the breaker let it through.
+    const ok = await f(`${s.url}/upload`, {
+      method: 'POST',
+      body: new Blob(['payload']).stream(),
+      duplex: 'half',
+    } as RequestInit);
+    expect(ok.status).toBe(200);
+    expect(s.received.map((x) => [x.path, x.body.toString()])).toEqual([['/upload', 'payload']]);
+  });
+
   test('a real network error on a valid request is still a NetworkError, retried', async () => {
     const s = await httpServer((req, res) => {
       if (req.url === '/reset') req.socket.destroy();

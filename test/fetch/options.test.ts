@@ -18,6 +18,12 @@ describe('createFetch rejects bad options with an error naming the option and th
     [{ retry: { attempts: 2.5 } }, RangeError, /retry\.attempts .* got 2\.5/],
     [{ retry: { attemps: 3 } }, TypeError, /retry\.attemps is not an option/],
     [{ retry: { statuses: [503, 99] } }, RangeError, /retry\.statuses\[1\] .* got 99/],
+    [
+      { retry: { statuses: [200] } },
+      RangeError,
+      /retry\.statuses\[0\] must be an integer >= 400 and <= 599, got 200/,
+    ],
+    [{ retry: { statuses: [503, 399] } }, RangeError, /retry\.statuses\[1\] .* got 399/],
     [{ retry: { methods: 'GET' } }, TypeError, /retry\.methods must be an array .* got "GET"/],
     [{ retry: { backoff: 250 } }, TypeError, /retry\.backoff must be a function, got 250/],
     [{ retry: { maxRetryAfter: -1 } }, RangeError, /retry\.maxRetryAfter .* got -1/],
@@ -64,7 +70,38 @@ describe('createFetch rejects bad options with an error naming the option and th
       fetch('http://127.0.0.1/', { staunch: { idempotencyKey: 7 } as never }),
     ).rejects.toThrow(/init\.staunch\.idempotencyKey must be a non-empty string, got 7/);
     await expect(fetch('http://127.0.0.1/', { idempotencyKey: '' })).rejects.toThrow(TypeError);
+    await expect(
+      fetch('http://127.0.0.1/', { staunch: { retry: { statuses: [304] } } }),
+    ).rejects.toThrow(/init\.staunch\.retry\.statuses\[0\] .* got 304/);
     expect(calls).toBe(0);
+  });
+
+  test('a signal that is not an AbortSignal: a TypeError naming init.signal and the value', async () => {
+    let calls = 0;
+    const fetch = createFetch({
+      fetch: async () => {
+        calls++;
+        return new Response('');
+      },
+    });
+    for (const [signal, shown] of [
+      ['abort', '"abort"'],
+      [{ aborted: false }, 'an object'],
+      [true, 'true'],
+    ] as const) {
+      const err = await fetch('http://127.0.0.1/', { signal: signal as never }).catch(
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(TypeError);
+      expect((err as Error).message).toBe(`init.signal must be an AbortSignal, got ${shown}`);
+    }
+    expect(calls).toBe(0);
+    // None (null, as fetch allows) and a real one still go through.
+    expect((await fetch('http://127.0.0.1/', { signal: null })).status).toBe(200);
+    expect(
+      (await fetch('http://127.0.0.1/', { signal: new AbortController().signal })).status,
+    ).toBe(200);
+    expect(calls).toBe(2);
   });
 });
 

@@ -250,3 +250,145 @@ describe('resume: true', () => {
     expect(() => createFetch({ resume: { tries: 1 } as never })).toThrow(/resume\.tries/);
   });
 });
+
+/**
+ * Continuations whose body disagrees with their own Content-Range: each
+ * request gets the next scripted answer, written as it is and then closed.
+ */
+describe('a continuation hands on nothing outside its range', () => {
+  let answers: string[] = [];
+  let heads: string[] = [];
+  let scripted: RawServer;
+
+  beforeAll(async () => {
+    scripted = await rawHttpServer((socket, head) => {
+      heads.push(head);
+      const answer =
+        answers[heads.length - 1] ?? 'HTTP/1.1 500 Unscripted\r\ncontent-length: 0\r\n\r\n';
+      socket.end(answer);
+    });
+  });
+  afterAll(() => scripted.close());
+
+  /** The first response: `length` bytes promised, `sent` delivered, then the connection ends. */
+  function cut(length: number, sent: string, headers: string[] = ['etag: "123"']): string {
+    return [
+      'HTTP/1.1 200 OK',
+      ...(length < 0 ? [] : [`content-length: ${length}`]),
+      'connection: close',
+      ...headers,
+      '',
+      sent,
+    ].join('\r\n');
+  }
+
+  function partial(contentRange: string, body: string, headers: string[]): string {
+    return [
+      'HTTP/1.1 206 Partial Content',
+      'etag: "123"',
+      `content-range: ${contentRange}`,
+      'connection: close',
+      ...headers,
+      '',
+      body,
+    ].join('\r\n');
+  }
+
+  /** Reads the body to its end or its error: the bytes handed on, and the error. */
+  async function readAll(script: string[]): Promise<{ bytes: string; error: unknown }> {
+    answers = script;
+    heads = [];
+    const res = await fetch(`${scripted.url}/users/1`);
+    const reader = res.body!.getReader();
+    const got: Uint8Array[] = [];
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return { bytes: Buffer.concat(got).toString('latin1'), error: undefined };
+        got.push(value);
+      }
+    } catch (error) {
+      return { bytes: Buffer.concat(got).toString('latin1'), error };
+    }
+  }
+
+  const ranges = () => heads.map((h) => header(h, 'range'));
+
+  it('undici #4970: a 206 for bytes 3-4 that carries 70 bytes hands on none of them', async () => {
+    const forged = 'r1HTTP/1.1 302 Found\r\nLocation: http://evil.com\r\nContent-Length: 0\r\n\r\n';
+    expect(forged).toHaveLength(70);
+    const { bytes, error } = await readAll([
+      cut(5, 'use'),
+      partial('bytes 3-4/5', forged, [`content-length: ${forged.length}`]),
+    ]);
+    expect(error).toBeInstanceOf(ResumeError);
+    expect((error as Error).message).toMatch(/the 206 carries 70 bytes for the 2-byte range 3-4/);
+    expect(bytes).toBe('use');
+    expect((error as ResumeError).offset).toBe(3);
+    // No second range request from a wrong offset (undici's was `bytes=73-`, answered 416).
+    expect(ranges()).toEqual([undefined, 'bytes=3-']);
+  });
+
+  it('a chunked 206 that runs past its range end: an error before the extra bytes', async () => {
+    const { bytes, error } = await readAll([
+      cut(5, 'use'),
+      partial('bytes 3-4/5', '7\r\nrs-evil\r\n0\r\n\r\n', ['transfer-encoding: chunked']),
+    ]);
+    expect(error).toBeInstanceOf(ResumeError);
+    expect((error as Error).message).toMatch(/the 206 runs past its range end 5/);
+    expect(bytes).toBe('use');
+    expect(ranges()).toEqual([undefined, 'bytes=3-']);
+  });
+
+  it('a 206 that ends short of its range: an error, never a truncated body that looks whole', async () => {
+    const { bytes, error } = await readAll([
+      cut(10, 'hello'),
+      partial('bytes 5-9/10', '2\r\n, \r\n0\r\n\r\n', ['transfer-encoding: chunked']),
+    ]);
+    expect(error).toBeInstanceOf(ResumeError);
+    expect((error as Error).message).toMatch(/the 206 ended at byte 7, short of its range end 10/);
+    expect(bytes).toBe('hello, ');
+    expect(ranges()).toEqual([undefined, 'bytes=5-']);
+  });
+
+  it('a 206 whose Content-Length is shorter than its range is refused before its bytes', async () => {
+    const { bytes, error } = await readAll([
+      cut(5, 'use'),
+      partial('bytes 3-4/5', 'r', ['content-length: 1']),
+    ]);
+    expect((error as Error).message).toMatch(/carries 1 bytes for the 2-byte range 3-4/);
+    expect(bytes).toBe('use');
+  });
+
+  it('a total that changes from one 206 to the next is refused', async () => {
+    const { bytes, error } = await readAll([
+      cut(20, 'abc'),
+      partial('bytes 3-5/20', 'def', ['content-length: 3']),
+      partial('bytes 6-9/30', 'ghij', ['content-length: 4']),
+    ]);
+    expect(error).toBeInstanceOf(ResumeError);
+    expect((error as Error).message).toMatch(/a 30-byte representation, not 20/);
+    expect(bytes).toBe('abcdef');
+    expect(ranges()).toEqual([undefined, 'bytes=3-', 'bytes=6-']);
+  });
+
+  it('a Content-Range past its own total is refused', async () => {
+    const { bytes, error } = await readAll([
+      cut(5, 'use'),
+      partial('bytes 3-9/5', 'rs', ['content-length: 2']),
+    ]);
+    expect((error as Error).message).toMatch(/not a range of its representation \(bytes 3-9\/5\)/);
+    expect(bytes).toBe('use');
+  });
+
+  it('206s that each carry part of the rest, exactly framed, make the whole body', async () => {
+    const { bytes, error } = await readAll([
+      cut(10, 'abc'),
+      partial('bytes 3-5/10', 'def', ['content-length: 3']),
+      partial('bytes 6-9/10', 'ghij', ['content-length: 4']),
+    ]);
+    expect(error).toBeUndefined();
+    expect(bytes).toBe('abcdefghij');
+    expect(ranges()).toEqual([undefined, 'bytes=3-', 'bytes=6-']);
+  });
+});

@@ -38,7 +38,7 @@ const entries = [
 ];
 
 /** Entries that run wherever a WHATWG fetch does (DESIGN.md: "depends on: nothing"). */
-const PORTABLE = ['index.ts', 'llm/index.ts', 'sse/index.ts', 'store/index.ts'];
+const PORTABLE = ['index.ts', 'llm/index.ts', 'request-init.ts', 'sse/index.ts', 'store/index.ts'];
 
 /** Where each peer dependency may be imported statically: its adapter's folder. */
 const PEER_HOME: Record<string, string> = {

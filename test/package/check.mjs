@@ -53,7 +53,8 @@ const entries = ${JSON.stringify(subpaths(pkg.exports))};
   for (const { specifier, requirable } of entries) {
     const esm = await import(specifier);
     const names = Object.keys(esm).filter((k) => k !== 'module.exports');
-    if (names.length === 0) throw new Error(specifier + ': import() gave no exports');
+    // staunch/request-init is types only (a RequestInit augmentation): it loads, and exports nothing.
+    if (names.length === 0 && specifier !== '${pkg.name}/request-init') throw new Error(specifier + ': import() gave no exports');
     if (requirable) {
       const cjs = require(specifier);
       for (const name of names) {

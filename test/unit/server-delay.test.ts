@@ -93,8 +93,19 @@ describe('parseRetryAfter: HTTP-date (RFC 9110 §5.6.7)', () => {
     expect(parseHttpDate('Thu Nov 16 08:49:37 1994')).toBe(Date.UTC(1994, 10, 16, 8, 49, 37));
   });
 
-  it('a leap second is read as :59', () => {
-    expect(parseHttpDate('Wed, 31 Dec 2025 23:59:60 GMT')).toBe(Date.UTC(2025, 11, 31, 23, 59, 59));
+  it('second 60 (a leap second) is the start of the next minute, not :59', () => {
+    expect(parseHttpDate('Wed, 31 Dec 2025 23:59:60 GMT')).toBe(Date.UTC(2026, 0, 1));
+    expect(parseHttpDate('Thu, 01 Jan 2026 12:30:60 GMT')).toBe(Date.UTC(2026, 0, 1, 12, 31));
+    expect(parseHttpDate('Thursday, 01-Jan-26 12:30:60 GMT', Date.UTC(2026, 0, 1))).toBe(
+      Date.UTC(2026, 0, 1, 12, 31),
+    );
+    expect(parseHttpDate('Thu Jan  1 12:30:60 2026')).toBe(Date.UTC(2026, 0, 1, 12, 31));
+  });
+
+  it('a Retry-After date at second 60 waits the whole time asked', () => {
+    const now = Date.UTC(2025, 11, 31, 23, 59);
+    expect(parseRetryAfter('Wed, 31 Dec 2025 23:59:60 GMT', now)).toBe(60_000);
+    expect(parseRetryAfter('Wed, 31 Dec 2025 23:59:59 GMT', now)).toBe(59_000);
   });
 
   it('Feb 29 in a leap year is valid', () => {
