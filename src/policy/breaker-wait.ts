@@ -149,7 +149,12 @@ export class BreakerWaitingRoom {
   readonly #meters = new LastMap<string, Meter>();
 
   /** `max`: waiters per key at most (`breaker.maxWaiting`). */
-  constructor(clock: Clock, probeInterval: number, peek: Peek, max = Number.POSITIVE_INFINITY) {
+  constructor(
+    clock: Clock,
+    probeInterval: number,
+    peek: Peek,
+    max: number = Number.POSITIVE_INFINITY,
+  ) {
     this.#clock = clock;
     this.#max = max;
     // Often enough to see another process's verdict soon after it lands.
