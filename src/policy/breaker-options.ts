@@ -69,9 +69,9 @@ export interface BreakerOptions {
    * Requests that may wait on an open circuit per key, in this process; one
    * more fails fast with `CircuitOpenError`. A held request costs about
    * 2.7 KB of heap (docs/policies.md, "Circuit breaker"), so the default
-   * holds at most about 27 MB per key: ten seconds of an outage at 1,000
-   * requests a second. `0`: nobody waits (as with `failFast`).
-   * @default 10_000
+   * holds at most about 270 MB per key: 100 s of an outage at 1,000
+   * requests a second, 20 s at 5,000. `0`: nobody waits (as with `failFast`).
+   * @default 100_000
    */
   maxWaiting?: number | undefined;
 }
@@ -101,7 +101,7 @@ export const breakerDefaults: ResolvedBreakerOptions = Object.freeze({
   consecutiveFailures: undefined,
   probeInterval: 250,
   failFast: false,
-  maxWaiting: 10_000,
+  maxWaiting: 100_000,
 });
 
 const KNOWN = Object.keys(breakerDefaults);

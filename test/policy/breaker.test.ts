@@ -60,7 +60,7 @@ describe('resolveBreakerOptions', () => {
       consecutiveFailures: undefined,
       probeInterval: 250,
       failFast: false,
-      maxWaiting: 10_000,
+      maxWaiting: 100_000,
     });
   });
 
