@@ -4,7 +4,13 @@
  * process: the room, not each waiter, asks the store how the circuit stands,
  * once per poll, so a thousand waiters cost one store call per poll.
  *
- * - a probe may go: the head of the queue goes, to become the probe;
+ * - a probe may go: the waiter with the most attempts to spare goes, to
+ *   become the probe (the first such in the queue). A probe that fails
+ *   spends the attempt that carried it: carried by a request on its last
+ *   attempt, it would hand that failure to the caller however long its
+ *   deadline. One on its last attempt goes only when nobody can spare one;
+ * - the room is full (`maxWaiting` of the key wait in this process): a new
+ *   waiter is refused at once;
  * - open, or the probes out: wait, at most until the break ends or a poll;
  * - closed: the waiters go, paced: first at the rate this process sent to
  *   the key before the circuit opened, then (after one meter bucket) one
@@ -21,6 +27,7 @@ import { LastMap } from '../internal/last-map.js';
 import { linkSignal } from '../internal/signals.js';
 import { METER_BUCKET_MS } from './rate-meter.js';
 import { isPromiseLike } from './store-call.js';
+import { popDue, pushDue } from './until-heap.js';
 
 /** What a peek at the circuit answers: `ok` = closed; `retryAfter: 0` = a probe may go. */
 export interface BreakerPeek {
@@ -31,13 +38,67 @@ export interface BreakerPeek {
 /** Looks at the circuit of `key`, counting its waiters as waiting for `waitMs`. */
 export type Peek = (key: string, waitMs: number) => BreakerPeek | Promise<BreakerPeek>;
 
-interface Waiter {
-  done: boolean;
-  settle(go: boolean): void;
+/**
+ * One request waiting in a room. A class, its methods shared: a held request
+ * costs heap for as long as the outage lasts (docs/policies.md, "The waiting
+ * room's bound"), so a waiter holds no closures and no timer of its own; the
+ * room ends its wait at `until`.
+ */
+class Waiter {
+  done = false;
+  /** Unlinks the caller's signal. */
+  unlink: () => void = noop;
+  readonly room: Room;
+  /** Attempts the request has left after the one it waits to send. */
+  readonly spare: number;
+  /** Clock time its wait ends. */
+  readonly until: number;
+  readonly #resolve: (go: boolean) => void;
+  readonly #reject: (reason: unknown) => void;
+
+  constructor(
+    room: Room,
+    spare: number,
+    until: number,
+    resolve: (go: boolean) => void,
+    reject: (reason: unknown) => void,
+  ) {
+    this.room = room;
+    this.spare = spare;
+    this.until = until;
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  /** Ends the wait: `go` or not. */
+  settle(go: boolean): void {
+    if (this.#leave()) this.#resolve(go);
+  }
+
+  /** The caller aborted. */
+  abort(reason: unknown): void {
+    if (this.#leave()) this.#reject(reason);
+  }
+
+  #leave(): boolean {
+    if (this.done) return false;
+    this.done = true;
+    this.room.live--;
+    if (this.spare > 0) this.room.spares--;
+    this.unlink();
+    return true;
+  }
 }
 
 interface Room {
+  /** Waiters in arrival order (some may have left: compacted now and then). */
   queue: Waiter[];
+  /** The live waiters and some that left, a heap by `until` (./until-heap.ts). */
+  readonly deadlines: Waiter[];
+  /** Waiters still waiting (`queue` may hold some that left). */
+  live: number;
+  /** Live waiters with an attempt to spare (`spare > 0`). */
+  spares: number;
   running: boolean;
   /** Waiters released per second once the circuit closes. */
   rate: number;
@@ -49,6 +110,10 @@ interface Room {
   since: number;
   /** Ends the room's current sleep early. */
   wake: () => void;
+  /** When the room's current sleep ends. */
+  wakeAt: number;
+  /** When the circuit is due to be looked at again while it refuses. */
+  peekAt: number;
 }
 
 /** Admissions of one key in this process: `[second, count in it, count in the second before]`. */
@@ -64,17 +129,34 @@ const SWEEP_AT = 1024;
  */
 const GROWTH_AFTER = METER_BUCKET_MS;
 
+/** The waiter to carry a probe: the first of those with the most attempts to spare. */
+function carrier(queue: readonly Waiter[]): Waiter | undefined {
+  let best: Waiter | undefined;
+  for (const w of queue) {
+    if (!w.done && (best === undefined || w.spare > best.spare)) best = w;
+  }
+  return best;
+}
+
 export class BreakerWaitingRoom {
   readonly #clock: Clock;
   readonly #poll: number;
   /** How long a waiter counts as waiting in the store: renewed by every poll before it lapses. */
   readonly lease: number;
   readonly #peek: Peek;
+  readonly #max: number;
   readonly #rooms = new Map<string, Room>();
   readonly #meters = new LastMap<string, Meter>();
 
-  constructor(clock: Clock, probeInterval: number, peek: Peek) {
+  /** `max`: waiters per key at most (`breaker.maxWaiting`). */
+  constructor(
+    clock: Clock,
+    probeInterval: number,
+    peek: Peek,
+    max: number = Number.POSITIVE_INFINITY,
+  ) {
     this.#clock = clock;
+    this.#max = max;
     // Often enough to see another process's verdict soon after it lands.
     this.#poll = Math.max(20, Math.min(250, probeInterval / 4));
     this.lease = 2 * this.#poll + 1;
@@ -122,45 +204,60 @@ export class BreakerWaitingRoom {
     }
   }
 
-  wait(key: string, maxWait: number, signal?: AbortSignal): Promise<boolean> {
+  /**
+   * Waits for `key`'s circuit: `true` when the waiter may go (to carry a
+   * probe, or released once closed), `false` when `maxWait` ran out first, or
+   * at once when the room is full. `spare`: attempts the request has left
+   * after this one (see the probe, above).
+   */
+  wait(key: string, maxWait: number, signal?: AbortSignal, spare = 1): Promise<boolean> {
     if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise<boolean>((resolve, reject) => {
-      let unlink = noop;
-      let cancelTimer = noop;
-      const waiter: Waiter = {
-        done: false,
-        settle: (go) => {
-          if (waiter.done) return;
-          waiter.done = true;
-          cancelTimer();
-          unlink();
-          resolve(go);
-        },
+    let room = this.#rooms.get(key);
+    if ((room?.live ?? 0) >= this.#max) return Promise.resolve(false);
+    if (room === undefined) {
+      // The rate of the traffic before the circuit opened: the pace of the release.
+      const rate = Math.max(MIN_RELEASE_RATE, this.#rate(key, this.#clock.now()));
+      room = {
+        queue: [],
+        deadlines: [],
+        live: 0,
+        spares: 0,
+        running: false,
+        rate,
+        closed: false,
+        owed: 0,
+        since: 0,
+        wake: noop,
+        wakeAt: Number.POSITIVE_INFINITY,
+        peekAt: Number.NEGATIVE_INFINITY,
       };
-      if (signal !== undefined) {
-        unlink = linkSignal(signal, (reason) => {
-          if (waiter.done) return;
-          waiter.done = true;
-          cancelTimer();
-          reject(reason);
-        });
+      this.#rooms.set(key, room);
+    }
+    const joined = room;
+    return new Promise<boolean>((resolve, reject) => {
+      const until = this.#clock.now() + Math.max(0, maxWait);
+      const waiter = new Waiter(joined, spare, until, resolve, reject);
+      if (signal !== undefined) waiter.unlink = linkSignal(signal, (why) => waiter.abort(why));
+      joined.queue.push(waiter);
+      pushDue(joined.deadlines, waiter);
+      joined.live++;
+      if (spare > 0) joined.spares++;
+      if (!joined.running) void this.#run(key, joined);
+      else if (until < joined.wakeAt) {
+        // The room sleeps past this one's end: wake it to end the wait in time.
+        joined.wakeAt = until;
+        joined.wake();
       }
-      let room = this.#rooms.get(key);
-      if (room === undefined) {
-        // The rate of the traffic before the circuit opened: the pace of the release.
-        const rate = Math.max(MIN_RELEASE_RATE, this.#rate(key, this.#clock.now()));
-        room = { queue: [], running: false, rate, closed: false, owed: 0, since: 0, wake: noop };
-        this.#rooms.set(key, room);
-      }
-      const joined = room;
-      // Out of time: refused while the circuit refuses; while the backlog is released, it goes
-      // (its own deadline then ends it, not a circuit that is closed).
-      cancelTimer = startTimer(this.#clock, Math.max(0, maxWait), () =>
-        waiter.settle(joined.closed),
-      );
-      room.queue.push(waiter);
-      if (!room.running) void this.#run(key, room);
     });
+  }
+
+  /**
+   * Whether a request waiting for `key`'s circuit in this process has an
+   * attempt to spare: one on its last attempt then leaves the probe to it.
+   */
+  spares(key: string): boolean {
+    if (this.#rooms.size === 0) return false;
+    return (this.#rooms.get(key)?.spares ?? 0) > 0;
   }
 
   /**
@@ -185,15 +282,18 @@ export class BreakerWaitingRoom {
     return this.#rooms.get(key)?.closed ?? false;
   }
 
-  /** How many requests of `key` wait in this process's room (some may have just left). */
+  /** How many requests of `key` wait in this process's room. */
   waiting(key: string): number {
     if (this.#rooms.size === 0) return 0;
-    return this.#rooms.get(key)?.queue.length ?? 0;
+    return this.#rooms.get(key)?.live ?? 0;
   }
 
   /** A verdict was seen for `key`: look again now. */
   wake(key: string): void {
-    this.#rooms.get(key)?.wake();
+    const room = this.#rooms.get(key);
+    if (room === undefined) return;
+    room.peekAt = Number.NEGATIVE_INFINITY;
+    room.wake();
   }
 
   async #run(key: string, room: Room): Promise<void> {
@@ -205,10 +305,24 @@ export class BreakerWaitingRoom {
     let tokensAt = 0;
     try {
       for (;;) {
-        room.queue = room.queue.filter((w) => !w.done);
-        if (room.queue.length === 0) break;
-        if (!room.closed || clock.now() - lastPeek >= this.#poll) {
-          lastPeek = clock.now();
+        const now = clock.now();
+        this.#expire(room, now);
+        if (room.live === 0) break;
+        // Waiters that left are dropped once they are half the queue: amortized O(1) each.
+        if (room.queue.length > 2 * room.live + 64) room.queue = room.queue.filter((w) => !w.done);
+        if (room.deadlines.length > 2 * room.live + 64) {
+          const live = room.deadlines.filter((w) => !w.done);
+          room.deadlines.length = 0;
+          for (const w of live) pushDue(room.deadlines, w);
+        }
+        room.wakeAt = room.deadlines[0]?.until ?? Number.POSITIVE_INFINITY;
+        if (!room.closed || now - lastPeek >= this.#poll) {
+          // Woken to end a wait, not to look: the next look is not due yet.
+          if (!room.closed && now < room.peekAt) {
+            await this.#sleep(room, room.peekAt - now);
+            continue;
+          }
+          lastPeek = now;
           const peek = await this.#look(key);
           if (!peek.ok) {
             if (room.closed) {
@@ -217,11 +331,10 @@ export class BreakerWaitingRoom {
               room.owed = 0;
             }
             room.closed = false;
-            if (peek.retryAfter <= 0) room.queue.find((w) => !w.done)?.settle(true);
-            await this.#sleep(
-              room,
-              peek.retryAfter > 0 ? Math.min(peek.retryAfter, this.#poll) : this.#poll,
-            );
+            if (peek.retryAfter <= 0) carrier(room.queue)?.settle(true);
+            const ms = peek.retryAfter > 0 ? Math.min(peek.retryAfter, this.#poll) : this.#poll;
+            room.peekAt = clock.now() + ms;
+            await this.#sleep(room, ms);
             continue;
           }
           if (!room.closed) {
@@ -231,9 +344,9 @@ export class BreakerWaitingRoom {
             tokensAt = clock.now();
           }
         }
-        const now = clock.now();
-        tokens += ((now - tokensAt) * room.rate) / 1000;
-        tokensAt = now;
+        const at = clock.now();
+        tokens += ((at - tokensAt) * room.rate) / 1000;
+        tokensAt = at;
         for (const w of room.queue) {
           if (tokens < 1) break;
           if (w.done) continue;
@@ -247,8 +360,22 @@ export class BreakerWaitingRoom {
     } finally {
       room.running = false;
       room.wake = noop;
-      if (room.queue.length === 0) this.#rooms.delete(key);
+      room.wakeAt = Number.POSITIVE_INFINITY;
+      if (room.live === 0) this.#rooms.delete(key);
       else void this.#run(key, room);
+    }
+  }
+
+  /**
+   * Ends the waits whose time is up at `now`: refused while the circuit
+   * refuses; while the backlog is released, they go (their own deadline
+   * then ends them, not a circuit that is closed).
+   */
+  #expire(room: Room, now: number): void {
+    const heap = room.deadlines;
+    for (let w = heap[0]; w !== undefined && (w.done || w.until <= now); w = heap[0]) {
+      popDue(heap);
+      w.settle(room.closed);
     }
   }
 
@@ -262,9 +389,12 @@ export class BreakerWaitingRoom {
     }
   }
 
+  /** Sleeps `ms`, or less to end the soonest wait in time (`room.wakeAt`), or until woken. */
   #sleep(room: Room, ms: number): Promise<void> {
+    const wakeAt = Math.min(room.wakeAt, this.#clock.now() + ms);
+    room.wakeAt = wakeAt;
     return new Promise<void>((resolve) => {
-      const cancel = startTimer(this.#clock, ms, () => {
+      const cancel = startTimer(this.#clock, wakeAt - this.#clock.now(), () => {
         room.wake = noop;
         resolve();
       });

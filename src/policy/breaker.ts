@@ -6,13 +6,6 @@
  */
 import type { Clock } from '../internal/clock.js';
 import { LastMap } from '../internal/last-map.js';
-import {
-  checkObject,
-  describe as describeValue,
-  positiveFinite,
-  positiveInteger,
-  readNumber,
-} from '../internal/validate.js';
 import { type MemoryStore, TOUCH, type Touchable } from '../store/memory.js';
 import type { Json, StateStore } from '../store/store.js';
 import {
@@ -31,149 +24,14 @@ import { type BreakerPeek, BreakerWaitingRoom } from './breaker-wait.js';
 import { isPromiseLike, runOpMaybe } from './store-call.js';
 
 export type { BreakerOutcome, CircuitState } from './breaker-ops.js';
+export {
+  type BreakerOptions,
+  breakerDefaults,
+  type ResolvedBreakerOptions,
+  resolveBreakerOptions,
+} from './breaker-options.js';
 
-/** Options of the circuit breaker (`breaker` in `createFetch`). Durations in ms. */
-export interface BreakerOptions {
-  /**
-   * Trip when failures / (failures + successes) over the window reaches this.
-   * @default 0.5
-   */
-  failureRatio?: number | undefined;
-  /**
-   * Never trip on the ratio with fewer calls than this in the window.
-   * @default 20
-   */
-  minimumVolume?: number | undefined;
-  /**
-   * Length of the sliding window, in ms, kept as 10 buckets of `window / 10`.
-   * @default 10_000
-   */
-  window?: number | undefined;
-  /**
-   * How long the circuit stays open after it trips, in ms; doubled after
-   * each failed probe, up to `maxBreakDuration`.
-   * @default 5_000
-   */
-  breakDuration?: number | undefined;
-  /**
-   * Ceiling of the break duration, in ms.
-   * @default 60_000 (or `breakDuration` if that is longer and this is not set)
-   */
-  maxBreakDuration?: number | undefined;
-  /**
-   * Probes let through at once while half-open; the rest fail fast.
-   * @default 1
-   */
-  halfOpenProbes?: number | undefined;
-  /**
-   * Trip after this many failures in a row instead of on the ratio
-   * (`failureRatio` and `minimumVolume` are then unused).
-   * @default undefined (ratio mode)
-   */
-  consecutiveFailures?: number | undefined;
-  /**
-   * While requests wait on an open circuit, a probe goes this often (ms): the
-   * break neither grows nor outlasts this then, so a waiting caller sees the
-   * recovery within about this long.
-   * @default 1_000
-   */
-  probeInterval?: number | undefined;
-  /**
-   * `true`: an open circuit always fails fast with `CircuitOpenError`. By
-   * default a request that may still be retried, and whose deadline outlasts
-   * the next probe, waits for the probe's verdict instead (no attempt counted,
-   * no budget charged) and goes once the circuit closes. Fail fast suits an
-   * interactive caller that has a fallback.
-   * @default false
-   */
-  failFast?: boolean | undefined;
-}
-
-/** Validated, frozen breaker options. */
-export interface ResolvedBreakerOptions {
-  readonly failureRatio: number;
-  readonly minimumVolume: number;
-  readonly window: number;
-  readonly breakDuration: number;
-  readonly maxBreakDuration: number;
-  readonly halfOpenProbes: number;
-  readonly consecutiveFailures: number | undefined;
-  readonly probeInterval: number;
-  readonly failFast: boolean;
-}
-
-/** Defaults of {@link BreakerOptions}. */
-export const breakerDefaults: ResolvedBreakerOptions = Object.freeze({
-  failureRatio: 0.5,
-  minimumVolume: 20,
-  window: 10_000,
-  breakDuration: 5_000,
-  maxBreakDuration: 60_000,
-  halfOpenProbes: 1,
-  consecutiveFailures: undefined,
-  probeInterval: 250,
-  failFast: false,
-});
-
-const KNOWN = Object.keys(breakerDefaults);
-const MS = 'a finite number of ms > 0';
-
-/**
- * Validates `breaker` options once, when the client is built: `false` turns
- * the breaker off, `true` or `undefined` gives the defaults.
- * @throws TypeError for a wrong type or an unknown key; RangeError for a value out of range.
- */
-export function resolveBreakerOptions(
-  input: BreakerOptions | boolean | undefined,
-): ResolvedBreakerOptions | false {
-  if (input === false) return false;
-  if (input === true || input === undefined) return breakerDefaults;
-  const o = checkObject('breaker', input, KNOWN);
-  const d = breakerDefaults;
-  const p = 'breaker';
-  const ratio = (n: number): boolean => n > 0 && n <= 1;
-  const breakDuration = readNumber(o, 'breakDuration', p, d.breakDuration, positiveFinite, MS);
-  const maxDefault = Math.max(d.maxBreakDuration, breakDuration);
-  const maxBreakDuration = readNumber(o, 'maxBreakDuration', p, maxDefault, positiveFinite, MS);
-  if (maxBreakDuration < breakDuration) {
-    throw new RangeError(
-      `breaker.maxBreakDuration must be >= breaker.breakDuration (${breakDuration}), got ${maxBreakDuration}`,
-    );
-  }
-  const consecutive = o.consecutiveFailures;
-  const failFast = o.failFast ?? d.failFast;
-  if (typeof failFast !== 'boolean') {
-    throw new TypeError(`breaker.failFast must be a boolean, got ${describeValue(failFast)}`);
-  }
-  return Object.freeze({
-    failureRatio: readNumber(o, 'failureRatio', p, d.failureRatio, ratio, 'a number in (0, 1]'),
-    minimumVolume: readNumber(
-      o,
-      'minimumVolume',
-      p,
-      d.minimumVolume,
-      positiveInteger,
-      'an integer >= 1',
-    ),
-    window: readNumber(o, 'window', p, d.window, positiveFinite, MS),
-    breakDuration,
-    maxBreakDuration,
-    halfOpenProbes: readNumber(
-      o,
-      'halfOpenProbes',
-      p,
-      d.halfOpenProbes,
-      positiveInteger,
-      'an integer >= 1',
-    ),
-    consecutiveFailures:
-      consecutive === undefined
-        ? undefined
-        : readNumber(o, 'consecutiveFailures', p, 1, positiveInteger, 'an integer >= 1'),
-    probeInterval: readNumber(o, 'probeInterval', p, d.probeInterval, positiveFinite, MS),
-    failFast,
-  });
-}
+import type { ResolvedBreakerOptions } from './breaker-options.js';
 
 /**
  * Proof of admission, handed back to {@link CircuitBreaker.record}. Opaque:
@@ -255,8 +113,11 @@ export class CircuitBreaker {
     this.#touch = (store as Partial<Touchable>)[TOUCH];
     this.#clock = clock;
     this.#onStateChange = onStateChange;
-    this.#rooms = new BreakerWaitingRoom(clock, options.probeInterval, (key, waitMs) =>
-      this.#peek(key, waitMs),
+    this.#rooms = new BreakerWaitingRoom(
+      clock,
+      options.probeInterval,
+      (key, waitMs) => this.#peek(key, waitMs),
+      options.maxWaiting,
     );
   }
 
@@ -290,12 +151,14 @@ export class CircuitBreaker {
 
   /**
    * Waits until `key`'s circuit may admit a call again (closed, or a probe
-   * is due), at most `maxWait` ms: `true` then, `false` on timeout. Rejects
-   * with `signal.reason` on abort. Waiters of one process share one poll of
-   * the store per key.
+   * is due), at most `maxWait` ms: `true` then, `false` on timeout or at
+   * once when `maxWaiting` requests already wait for `key`. Rejects with
+   * `signal.reason` on abort. Waiters of one process share one poll of the
+   * store per key. `spare`: attempts the request has left after this one;
+   * a probe goes to the waiter with the most.
    */
-  wait(key: string, maxWait: number, signal?: AbortSignal): Promise<boolean> {
-    return this.#rooms.wait(key, maxWait, signal);
+  wait(key: string, maxWait: number, signal?: AbortSignal, spare = 1): Promise<boolean> {
+    return this.#rooms.wait(key, maxWait, signal, spare);
   }
 
   #peek(key: string, waitMs: number): BreakerPeek | Promise<BreakerPeek> {
@@ -325,13 +188,17 @@ export class CircuitBreaker {
    * Asks whether a call to `key` may go. `leaseMs` is how long a half-open
    * probe may hold its slot without reporting (the executor passes the attempt
    * timeout; a non-finite value means `maxBreakDuration`), plus
-   * {@link PROBE_LEASE_GRACE}.
+   * {@link PROBE_LEASE_GRACE}. `spare`: attempts the caller has left after
+   * this one. A caller on its last attempt that will wait (`waitMs` > 0)
+   * takes no probe while a waiter of this process can spare an attempt: it
+   * is refused (`retryAfter: 0`) and waits, and the probe goes to that one.
    */
   admit(
     key: string,
     leaseMs: number,
     waitMs = 0,
     now: number = this.#clock.now(),
+    spare = 1,
   ): BreakerAdmission | Promise<BreakerAdmission> {
     const storeKey = this.#storeKey(key);
     const touch = this.#touch;
@@ -351,6 +218,8 @@ export class CircuitBreaker {
     if (waitMs > 0) {
       const waiters = this.#rooms.waiting(key);
       if (waiters >= 1) args = { ...args, quick: true, waiters: waiters + 1 };
+      // A look that takes no probe: a failed one would lose this request, not a spare's.
+      if (spare <= 0 && this.#rooms.spares(key)) args = { ...args, leaseMs: 0, peek: true };
     }
     // runOpMaybe inlined: the closed circuit's admission is the hot path of every request.
     const result = this.#store.run(storeKey, breakerAdmit, args, now);

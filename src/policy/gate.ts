@@ -49,6 +49,8 @@ export interface AdmitContext {
   readonly clock: Clock;
   readonly key: string;
   readonly request: LogicalRequest;
+  /** The attempt being admitted, 1 for the first: who may carry a half-open probe. */
+  readonly attempt: number;
   /** Clock time the logical request's total deadline expires. */
   readonly deadline: number;
   /** The request's URL, redacted. */
@@ -212,6 +214,7 @@ function admitBreaker(
       lease,
       mayWait ? Math.min(remaining, breaker.waitLease) : 0,
       now,
+      request.retry.attempts - ctx.attempt,
     );
   } catch (error) {
     release();
@@ -265,7 +268,8 @@ async function waitOut(
   retryAfter: number,
 ): Promise<Gate> {
   const since = ctx.clock.now();
-  const go = await breaker.wait(ctx.key, ctx.deadline - since, ctx.request.signal);
+  const spare = ctx.request.retry.attempts - ctx.attempt;
+  const go = await breaker.wait(ctx.key, ctx.deadline - since, ctx.request.signal, spare);
   waited(ctx, 'circuit-open', since);
   if (!go) throw circuitOpen(ctx, retryAfter);
   return admit(ctx, policies);

@@ -19,7 +19,15 @@ import {
   rateRefund,
 } from './rate-ops.js';
 import { ADAPTIVE, type ResolvedRateLimitOptions } from './rate-options.js';
-import { locateReset, type QuotaWindow, quotaWindow, windowSeen } from './rate-window.js';
+import {
+  locateReset,
+  type QuotaWindow,
+  quotaWindow,
+  spentBy,
+  spentNow,
+  windowEnded,
+  windowSeen,
+} from './rate-window.js';
 import { runOp } from './store-call.js';
 
 export {
@@ -250,7 +258,11 @@ export class RateLimiter {
     const spent =
       hint.remaining === 0 && reset !== undefined && reset > 0 && Number.isFinite(reset);
     const sentAt = hint.sentAt ?? null;
+    /** The window's end, when its count says it is spent by now, though not 0 (rate-window.ts). */
+    let ahead: number | undefined;
     if (hint.remaining !== undefined && sentAt !== null) {
+      const predicted = spentBy(local.window, hint.remaining, sentAt, now);
+      if (!spent) ahead = predicted;
       windowSeen(local.window, hint.remaining, sentAt);
     }
     // A located reset (rate-window.ts) ends the pause, and so the refusals,
@@ -260,9 +272,13 @@ export class RateLimiter {
     const told = rate !== undefined && rate > 0 && Number.isFinite(rate) ? rate : null;
     // A window that refills at a stated rate has room for the next request sooner than full.
     const refill = told === null ? Number.POSITIVE_INFINITY : now + Math.ceil(1000 / told);
-    const pauseUntil = spent ? Math.min(located ?? now + reset, refill) : null;
+    const pauseUntil = spent ? Math.min(located ?? now + reset, refill) : (ahead ?? null);
+    if (spent && refill === Number.POSITIVE_INFINITY) {
+      windowEnded(local.window, located ?? now + reset);
+      local.window.paused = Math.max(local.window.paused, located ?? now + reset);
+    }
     if (this.#cfg.rps !== null) {
-      if (spent) return this.#feedback(key, local, 'pause', pauseUntil, sentAt);
+      if (pauseUntil !== null) return this.#feedback(key, local, 'pause', pauseUntil, sentAt);
       return;
     }
     local.stated = told;
@@ -277,7 +293,7 @@ export class RateLimiter {
       const released = hint.released === true;
       return this.#feedback(key, local, 'throttle', pauseUntil, sentAt, joining, released);
     }
-    if (spent) {
+    if (pauseUntil !== null) {
       local.active = true;
       return this.#feedback(key, local, 'pause', pauseUntil, sentAt);
     }
@@ -385,6 +401,13 @@ export class RateLimiter {
         }
         held = null;
         if (head.done) continue;
+        // The other clients spent the window since the last count (rate-window.ts): the
+        // head would be refused; the key pauses to the window's end first (once a window).
+        const spent = spentNow(local.window, this.#clock.now());
+        if (spent !== undefined) {
+          await this.#feedback(key, local, 'pause', spent, null).catch(noop);
+          continue;
+        }
         this.#shift(local);
         this.#grant(local, head);
       }

@@ -19,6 +19,18 @@ export interface QuotaWindow {
   /** A window began in (`begin − width`, `begin`]; `NaN` before any was seen. */
   begin: number;
   width: number;
+  /**
+   * A window end, the earliest of those a spent window's pause was told
+   * (located, or `Retry-After` rounded up), moved to the same window; `NaN`
+   * before any.
+   */
+  end: number;
+  /** The windows' length: the least gap in whole seconds between two such ends; 0 before two. */
+  length: number;
+  /** How fast the counter falls within a window, per ms (all clients together); 0 before it fell. */
+  pace: number;
+  /** The end of the last window this process paused for, counted ahead; 0 before any. */
+  paused: number;
 }
 
 /** A window length, and a reset given in whole seconds, are multiples of this (ms). */
@@ -26,7 +38,16 @@ const SECOND = 1000;
 
 /** Nothing seen yet. */
 export function quotaWindow(): QuotaWindow {
-  return { remaining: -1, sentAt: Number.NEGATIVE_INFINITY, begin: Number.NaN, width: 0 };
+  return {
+    remaining: -1,
+    sentAt: Number.NEGATIVE_INFINITY,
+    begin: Number.NaN,
+    width: 0,
+    end: Number.NaN,
+    length: 0,
+    pace: 0,
+    paused: 0,
+  };
 }
 
 /** `x mod SECOND`, in [0, SECOND). */
@@ -74,3 +95,73 @@ export function locateReset(w: QuotaWindow, now: number, reset: number): number 
   const told = now + reset;
   return told - phase(told - w.begin);
 }
+
+/**
+ * Notes that a spent window ends at `end` (the pause it caused). Ends told
+ * in whole seconds are late by up to a second: of two ends, moved to the
+ * same window, the earlier is kept. Their gap, in whole seconds, is a
+ * multiple of the windows' length: the least one seen is taken for it.
+ */
+export function windowEnded(w: QuotaWindow, end: number): void {
+  if (Number.isNaN(w.end)) {
+    w.end = end;
+    return;
+  }
+  const gap = Math.round(Math.abs(end - w.end) / SECOND) * SECOND;
+  if (gap >= SECOND && (w.length === 0 || gap < w.length)) w.length = gap;
+  if (w.length === 0) {
+    w.end = Math.max(w.end, end);
+    return;
+  }
+  const moved = w.end + Math.round((end - w.end) / w.length) * w.length;
+  w.end = Math.min(moved, end);
+}
+
+/**
+ * Whether the window a request sent at `sentAt` was counted in is spent by
+ * `now`, though its answer said `remaining` (> 0 or not): every client went
+ * on taking it meanwhile at the counter's pace. Clients that each pause
+ * only on their own 429 or their own count of 0 pay one 429 each a window
+ * (20 clients against 40 a window: 0.38 429s a success); counted ahead,
+ * the others stop too. Answers that window's end (from {@link windowEnded}),
+ * or `undefined` when the windows are not known or budget is left. Call it
+ * before {@link windowSeen} notes the count: the pace is learnt from two
+ * counts of one window at least 10 ms apart, and kept for the next ones.
+ */
+export function spentBy(
+  w: QuotaWindow,
+  remaining: number,
+  sentAt: number,
+  now: number,
+): number | undefined {
+  if (!(sentAt > w.sentAt)) return undefined;
+  const span = sentAt - w.sentAt;
+  // A count no higher than the one before, within a window's length: the same window.
+  if (remaining <= w.remaining && span >= PACE_SPAN && (w.length === 0 || span < w.length)) {
+    w.pace = (w.remaining - remaining) / span;
+  }
+  return ahead(w, remaining, sentAt, now);
+}
+
+/**
+ * {@link spentBy} before a send at `now`, from the last count noted: the
+ * requests of the other clients since may have spent the window. Each
+ * window is answered once (then the key is paused to its end).
+ */
+export function spentNow(w: QuotaWindow, now: number): number | undefined {
+  if (w.remaining < 0) return undefined;
+  return ahead(w, w.remaining, w.sentAt, now);
+}
+
+/** The end of the window of a count `remaining` sent at `sentAt`, if it is spent by `now`. */
+function ahead(w: QuotaWindow, remaining: number, sentAt: number, now: number): number | undefined {
+  if (w.length === 0 || !(w.pace > 0)) return undefined;
+  if (remaining - w.pace * (now - sentAt) >= 0) return undefined;
+  const end = w.end + (Math.floor((sentAt - w.end) / w.length) + 1) * w.length;
+  if (end <= now || end <= w.paused) return undefined;
+  w.paused = end;
+  return end;
+}
+
+/** The least ms between two counts that a pace is read from (a burst says little of it). */
+const PACE_SPAN = 10;

@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { type BreakerPeek, BreakerWaitingRoom } from '../../src/policy/breaker-wait.js';
-import { fakeClock } from '../helpers/clock.js';
+import { fakeClock, flush } from '../helpers/clock.js';
 
 const KEY = 'https://api.example.com';
 
@@ -118,5 +118,126 @@ describe('the room says when it releases a backlog', () => {
     await pass(clock, 4_000);
     expect(released.count).toBe(30);
     expect(r.releasing(KEY)).toBe(false);
+  });
+});
+
+describe('who carries the probe', () => {
+  /** A circuit whose probe is due at the first look, then open for 10 s. */
+  function probeOnce() {
+    const clock = fakeClock();
+    let looks = 0;
+    const peek = (): BreakerPeek =>
+      looks++ === 0 ? { ok: false, retryAfter: 0 } : { ok: false, retryAfter: 10_000 };
+    return { clock, r: new BreakerWaitingRoom(clock, 250, peek) };
+  }
+
+  test('the first waiter with the most attempts to spare', async () => {
+    const { clock, r } = probeOnce();
+    const gone: string[] = [];
+    const spares: [string, number][] = [
+      ['last', 0],
+      ['one', 1],
+      ['two', 2],
+      ['two again', 2],
+    ];
+    for (const [name, spare] of spares) {
+      void r.wait(KEY, 60_000, undefined, spare).then((go) => go && gone.push(name));
+    }
+    await pass(clock, 100);
+    expect(gone).toEqual(['two']);
+    expect(r.waiting(KEY)).toBe(3);
+  });
+
+  test('one on its last attempt, when nobody can spare one', async () => {
+    const { clock, r } = probeOnce();
+    const gone: string[] = [];
+    void r.wait(KEY, 60_000, undefined, 0).then((go) => go && gone.push('first'));
+    void r.wait(KEY, 60_000, undefined, 0).then((go) => go && gone.push('second'));
+    await pass(clock, 100);
+    expect(gone).toEqual(['first']);
+  });
+
+  test('spares: whether a waiter can spare an attempt, those that left not counted', async () => {
+    const { clock, r } = probeOnce();
+    expect(r.spares(KEY)).toBe(false);
+    void r.wait(KEY, 60_000, undefined, 0);
+    expect(r.spares(KEY)).toBe(false);
+    void r.wait(KEY, 60_000, undefined, 1);
+    expect(r.spares(KEY)).toBe(true);
+    // The one with a spare attempt went to carry the probe.
+    await pass(clock, 100);
+    expect(r.spares(KEY)).toBe(false);
+  });
+});
+
+describe('the room is bounded per key', () => {
+  test('past maxWaiting a new waiter is refused at once; one that leaves makes room', async () => {
+    const clock = fakeClock();
+    const peek = (): BreakerPeek => ({ ok: false, retryAfter: 10_000 });
+    const r = new BreakerWaitingRoom(clock, 250, peek, 2);
+    const first = new AbortController();
+    const aborted = r.wait(KEY, 60_000, first.signal).catch((e: unknown) => e);
+    void r.wait(KEY, 60_000);
+    expect(r.waiting(KEY)).toBe(2);
+    expect(await r.wait(KEY, 60_000)).toBe(false);
+    // Another key has its own room.
+    void r.wait('https://other.example.com', 60_000);
+    expect(r.waiting('https://other.example.com')).toBe(1);
+    first.abort(new Error('gone'));
+    expect(await aborted).toEqual(new Error('gone'));
+    expect(r.waiting(KEY)).toBe(1);
+    let third: boolean | undefined;
+    void r.wait(KEY, 1_000).then((go) => {
+      third = go;
+    });
+    expect(r.waiting(KEY)).toBe(2);
+    // It waited: refused only when its own time ran out.
+    await pass(clock, 500);
+    expect(third).toBeUndefined();
+    await pass(clock, 600);
+    expect(third).toBe(false);
+  });
+
+  test('maxWaiting 0: nobody waits', async () => {
+    const clock = fakeClock();
+    const r = new BreakerWaitingRoom(clock, 250, () => ({ ok: false, retryAfter: 10_000 }), 0);
+    expect(await r.wait(KEY, 60_000)).toBe(false);
+    expect(r.holds(KEY)).toBe(false);
+  });
+});
+
+describe('each wait ends at its own time, with one timer for the room', () => {
+  test('a short wait that joins while the room sleeps ends on time', async () => {
+    const clock = fakeClock();
+    const r = new BreakerWaitingRoom(clock, 250, () => ({ ok: false, retryAfter: 10_000 }));
+    void r.wait(KEY, 60_000);
+    await clock.advance(10);
+    const start = clock.now();
+    let endedAt: number | undefined;
+    void r.wait(KEY, 30).then((go) => {
+      expect(go).toBe(false);
+      endedAt = clock.now();
+    });
+    for (let t = 0; t < 100 && endedAt === undefined; t++) await clock.advance(1);
+    expect(endedAt).toBe(start + 30);
+  });
+
+  test('waits that end one by one cost no extra look at the circuit', async () => {
+    const clock = fakeClock();
+    let looks = 0;
+    const r = new BreakerWaitingRoom(clock, 250, () => {
+      looks++;
+      return { ok: false, retryAfter: 10_000 };
+    });
+    const ended: number[] = [];
+    for (let i = 1; i <= 100; i++) void r.wait(KEY, i).then(() => ended.push(clock.now()));
+    const start = clock.now();
+    // The room's first look has answered: it sleeps until the first wait ends.
+    await flush();
+    await pass(clock, 200);
+    expect(ended.map((t) => t - start)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+    // One look, then one every poll (a quarter of the probe interval: 62.5 ms) while any wait.
+    expect(looks).toBeLessThanOrEqual(3);
+    expect(r.holds(KEY)).toBe(false);
   });
 });

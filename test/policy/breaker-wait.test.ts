@@ -14,8 +14,8 @@ import {
 } from '../../src/index.js';
 import { breakerDefaults } from '../../src/policy/breaker.js';
 import { type BreakerConfig, type BreakerState, waitBreak } from '../../src/policy/breaker-ops.js';
-import { until } from '../helpers/clock.js';
-import { client } from '../helpers/harness.js';
+import { flush, until } from '../helpers/clock.js';
+import { client, settled } from '../helpers/harness.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
 import { closeAfterEach } from '../helpers/teardown.js';
 
@@ -215,6 +215,48 @@ describe('what fails fast on an open circuit', () => {
     expect(err).toBeInstanceOf(CircuitOpenError);
     expect(server.received).toHaveLength(1);
     expect(events.wait.filter((e) => e.reason === 'circuit-open')).toEqual([]);
+  });
+
+  test('a request past breaker.maxWaiting, while that many wait', async () => {
+    const server = await upstream(
+      () => true,
+      [],
+      () => 0,
+    );
+    const changes: string[] = [];
+    const giveUps: GiveUpEvent[] = [];
+    // The clock stands still: nothing is probed while the test looks.
+    const c = client(
+      {
+        retry: { attempts: 3, backoff: () => 0 },
+        timeout: { total: 60_000 },
+        breaker: { consecutiveFailures: 1, maxWaiting: 2 },
+        on: {
+          breakerStateChange: (e) => changes.push(e.to),
+          giveUp: (e) => giveUps.push(e),
+        },
+      },
+      { hold: () => true },
+    );
+    cleanup.defer(c.stop);
+    const controller = new AbortController();
+    const signal = controller.signal;
+    // The first one's 503 trips the circuit and its retry waits; the second one waits too.
+    const first = settled(c.fetch(`${server.url}/0`, { signal }));
+    await until(() => changes.includes('open'));
+    await flush();
+    const second = settled(c.fetch(`${server.url}/1`, { signal }));
+    await flush();
+    const third = settled(c.fetch(`${server.url}/2`));
+    await until(() => third.done);
+    expect(third.error).toBeInstanceOf(CircuitOpenError);
+    expect(giveUps.map((e) => [e.url, e.reason])).toEqual([[`${server.url}/2`, 'circuit-open']]);
+    // Refused without a word to the upstream: it saw only the first request's attempt.
+    expect(server.received.map((r) => r.path)).toEqual(['/0']);
+    expect(first.done || second.done).toBe(false);
+    controller.abort(new Error('done'));
+    await until(() => first.done && second.done);
+    expect([first.error, second.error]).toEqual([new Error('done'), new Error('done')]);
   });
 
   test("the caller's abort ends the wait at once with the caller's reason", async () => {

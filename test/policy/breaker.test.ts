@@ -60,7 +60,14 @@ describe('resolveBreakerOptions', () => {
       consecutiveFailures: undefined,
       probeInterval: 250,
       failFast: false,
+      maxWaiting: 100_000,
     });
+  });
+
+  it('takes maxWaiting as an integer >= 0 or Infinity', () => {
+    for (const maxWaiting of [0, 1, 250, Number.POSITIVE_INFINITY]) {
+      expect(resolveBreakerOptions({ maxWaiting })).toEqual({ ...breakerDefaults, maxWaiting });
+    }
   });
 
   it('fills the gaps with defaults, drops undefined and freezes', () => {
@@ -114,6 +121,26 @@ describe('resolveBreakerOptions', () => {
       'breaker.probeInterval must be a finite number of ms > 0, got 0',
     ],
     [{ failFast: 'yes' }, TypeError, 'breaker.failFast must be a boolean, got "yes"'],
+    [
+      { maxWaiting: -1 },
+      RangeError,
+      'breaker.maxWaiting must be an integer >= 0 or Infinity, got -1',
+    ],
+    [
+      { maxWaiting: 2.5 },
+      RangeError,
+      'breaker.maxWaiting must be an integer >= 0 or Infinity, got 2.5',
+    ],
+    [
+      { maxWaiting: Number.NaN },
+      TypeError,
+      'breaker.maxWaiting must be an integer >= 0 or Infinity, got NaN',
+    ],
+    [
+      { maxWaiting: '100' },
+      TypeError,
+      'breaker.maxWaiting must be an integer >= 0 or Infinity, got "100"',
+    ],
     [
       { failureRate: 0.5 },
       TypeError,

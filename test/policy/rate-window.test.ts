@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { RATE_KEY_PREFIX, RateLimiter, rateLimitDefaults } from '../../src/policy/rate-limiter.js';
 import type { RateState } from '../../src/policy/rate-ops.js';
-import { locateReset, quotaWindow, windowSeen } from '../../src/policy/rate-window.js';
+import {
+  locateReset,
+  quotaWindow,
+  spentBy,
+  spentNow,
+  windowEnded,
+  windowSeen,
+} from '../../src/policy/rate-window.js';
 import { memoryStore } from '../../src/store/memory.js';
 import { fakeClock } from '../helpers/clock.js';
 
@@ -43,6 +50,75 @@ describe('locateReset', () => {
     windowSeen(w, 200, 1_200); // sent before the last one: says nothing
     expect(locateReset(w, 5_000, 1_000)).toBe(5_320);
     expect(locateReset(w, 5_000, 750)).toBeUndefined(); // retry-after-ms: exact as told
+  });
+});
+
+describe('windowEnded: where windows end, and how long they are', () => {
+  it('keeps the earliest end moved to one window, the least whole-second gap as the length', () => {
+    const w = quotaWindow();
+    windowEnded(w, 2_445); // told "1 s" at 1 445: the end is at most then
+    expect([w.end, w.length]).toEqual([2_445, 0]);
+    windowEnded(w, 3_597); // told at 2 597: 1 152 ms on, a 1 s window; 3 445 is earlier in it
+    expect([w.end, w.length]).toEqual([3_445, 1_000]);
+    windowEnded(w, 5_310); // earlier in its window than x445: taken
+    expect([w.end, w.length]).toEqual([5_310, 1_000]);
+    windowEnded(w, 9_500); // later in its window: x310 stays, moved on
+    expect([w.end, w.length]).toEqual([9_310, 1_000]);
+  });
+
+  it('learns a longer window from ends whole windows apart', () => {
+    const w = quotaWindow();
+    windowEnded(w, 60_000);
+    windowEnded(w, 180_000);
+    expect(w.length).toBe(120_000);
+    windowEnded(w, 240_000);
+    expect(w.length).toBe(60_000);
+  });
+});
+
+describe('spentBy and spentNow: a window spent by the other clients, counted ahead', () => {
+  /** Windows of 1 s ending at whole seconds, learnt from two pauses. */
+  function learnt() {
+    const w = quotaWindow();
+    windowEnded(w, 1_000);
+    windowEnded(w, 2_000);
+    return w;
+  }
+
+  it('reads the pace from two counts of one window, and answers its end once', () => {
+    const w = learnt();
+    expect(spentBy(w, 30, 2_100, 2_152)).toBeUndefined(); // one count: no pace yet
+    windowSeen(w, 30, 2_100);
+    // 30 → 20 in 100 ms: 0.1 a ms; 20 left at 2 200, 52 ms later 14.8: budget left.
+    expect(spentBy(w, 20, 2_200, 2_252)).toBeUndefined();
+    expect(w.pace).toBeCloseTo(0.1);
+    windowSeen(w, 20, 2_200);
+    // 4 left at 2 360: by 2 412, 4 − 0.1 × 52 < 0. The window ends at 3 000.
+    expect(spentBy(w, 4, 2_360, 2_412)).toBe(3_000);
+    windowSeen(w, 4, 2_360);
+    expect(spentNow(w, 2_420)).toBeUndefined(); // answered once a window
+  });
+
+  it('before a send, from the last count, at the pace of earlier windows', () => {
+    const w = learnt();
+    windowSeen(w, 30, 2_100);
+    spentBy(w, 20, 2_200, 2_252);
+    windowSeen(w, 20, 2_200);
+    windowSeen(w, 40, 3_010); // the next window: the count rose
+    expect(spentBy(w, 38, 3_012, 3_064)).toBeUndefined(); // 2 ms apart: not a pace
+    expect(w.pace).toBeCloseTo(0.1);
+    windowSeen(w, 38, 3_012);
+    expect(spentNow(w, 3_300)).toBeUndefined(); // 38 − 28.8 left
+    expect(spentNow(w, 3_400)).toBe(4_000); // 38 − 38.8: spent
+  });
+
+  it('nothing before the windows are known, or for a count of an earlier window', () => {
+    const w = quotaWindow();
+    windowSeen(w, 30, 2_100);
+    expect(spentBy(w, 0, 2_200, 2_252)).toBeUndefined(); // no window length yet
+    const v = learnt();
+    windowSeen(v, 1, 1_900);
+    expect(spentNow(v, 2_300)).toBeUndefined(); // its window ended at 2 000
   });
 });
 
