@@ -87,7 +87,7 @@ describe('LAB_OPTIONS: one declaration for the API and the CLI', () => {
     expect(describeDefault('sharedStore')).toBe('off (fleet: on)');
     expect(describeDefault('attempts')).toBe('6');
     expect(describeDefault('requests')).toBe(
-      'per scenario and mode (overload: 100000 sim, 2000 live)',
+      'per scenario and mode (overload: 50000 sim, 2000 live)',
     );
     expect(describeDefault('burst')).toMatch(/^capacity \/ 10 \(.*quota-4s: 5\)$/);
     expect(describeDefault('store')).toBe('local');
