@@ -69,10 +69,10 @@ export interface Preset {
   readonly sharedStore: boolean;
   /** The share of the optimum staunch must reach in the matrix's verdict. */
   readonly goal: number;
-  readonly server: Omit<ServerOptions, 'burst'> & { readonly burst?: number };
+  readonly server: Required<Omit<ServerOptions, 'burst'>> & { readonly burst?: number };
 }
 
-const SERVER: Omit<ServerOptions, 'burst' | 'capacity'> = {
+const SERVER: Required<Omit<ServerOptions, 'burst' | 'capacity'>> = {
   serviceTime: 50,
   queue: 0,
   retryAfter: 'none',
