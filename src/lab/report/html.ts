@@ -267,7 +267,7 @@ svg.chart,svg.legend{max-width:100%;height:auto;background:#fff}svg.chart{border
 .yt{font-size:11px;text-anchor:end;dominant-baseline:middle}.yl{font-size:11px;text-anchor:middle}
 .lg{font-size:11px;dominant-baseline:middle}
 table{border-collapse:collapse;margin:6px 0}td,th{padding:2px 10px;text-align:right;vertical-align:top}td:first-child,th:first-child{text-align:left}
-th{border-bottom:1px solid #ccc}table.text td{text-align:left}tr:nth-child(even){background:#f7f7f7}tr.opt{color:#555;font-style:italic}
+th{border-bottom:1px solid #ccc}table.text td,table.text th{text-align:left}tr:nth-child(even){background:#f7f7f7}tr.opt{color:#555;font-style:italic}
 .dot{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:6px}`;
 
 // Marks every drawn series (a non-empty bounding box) so a headless browser can check the charts rendered.
