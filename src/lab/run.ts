@@ -38,7 +38,7 @@ export function progressLine(
 export interface RunLabHooks {
   /**
    * Sim: strategies simulated at once, each in a worker thread (when running
-   * from the built package). @default DEFAULT_WORKERS (1)
+   * from the built package). @default DEFAULT_WORKERS
    */
   workers?: number | undefined;
   /** Progress lines (the CLI prints them on stderr). */
