@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
- * The simulator's speed: a scenario (default: the reference burst, 100 000
+ * The simulator's speed: a scenario (default: overload, its burst of 50 000
  * logical requests over 60 virtual seconds), one strategy at a time in this
- * thread, then all of them with the CLI's two worker threads.
+ * thread, then all of them in two worker threads at once.
  *
  *   npm run build && node bench/lab-sim-speed.mjs [--scenario S] [--requests N] [--strategies a,b]
  *     [--baseline DIR]

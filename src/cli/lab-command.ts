@@ -20,6 +20,7 @@ import { renderReport } from '../lab/report/html.js';
 import { runLab } from '../lab/run.js';
 import { SCENARIO_SUMMARY } from '../lab/scenarios.js';
 import type { Outage } from '../lab/server-model.js';
+import { DEFAULT_WORKERS } from '../lab/sim/pool.js';
 import { commandLine, version } from './about.js';
 
 /** Where the command writes. */
@@ -83,7 +84,7 @@ const FLAGS: Flag[] = [
     kind: 'integer',
     value: 'N',
     help: 'sim: strategies simulated at once (threads)',
-    def: '2',
+    def: String(DEFAULT_WORKERS),
   },
   {
     flag: 'matrix',
@@ -209,7 +210,7 @@ export function parseLabArgs(argv: string[]): {
     throw new UsageError(`${message} (see staunch lab --help)`);
   }
   const options: Record<string, unknown> = {};
-  let workers = 2;
+  let workers = DEFAULT_WORKERS;
   for (const f of FLAGS) {
     const raw = values[f.flag];
     if (raw === undefined || f.option === undefined) continue;

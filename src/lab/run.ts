@@ -9,7 +9,7 @@ import { runFleet } from './fleet/runner.js';
 import { type LiveClient, runLive } from './live/runner.js';
 import { isFleetRun, type LabConfig, type LabOptions, resolveLabOptions } from './options.js';
 import type { LabResult } from './result.js';
-import { simulateAll } from './sim/pool.js';
+import { DEFAULT_WORKERS, simulateAll } from './sim/pool.js';
 import { horizon } from './sim/simulate.js';
 
 /**
@@ -38,7 +38,7 @@ export function progressLine(
 export interface RunLabHooks {
   /**
    * Sim: strategies simulated at once, each in a worker thread (when running
-   * from the built package). @default 2
+   * from the built package). @default DEFAULT_WORKERS
    */
   workers?: number | undefined;
   /** Progress lines (the CLI prints them on stderr). */
@@ -76,7 +76,7 @@ export async function runLab(
   const shares = new Map<string, number>();
   const end = horizon(config);
   let shown = 0;
-  const traces = await simulateAll(config, arrivals, hooks.workers ?? 2, {
+  const traces = await simulateAll(config, arrivals, hooks.workers ?? DEFAULT_WORKERS, {
     done: (name) => {
       done++;
       shares.set(name, 1);

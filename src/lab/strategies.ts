@@ -9,13 +9,14 @@
  *   (the executor would otherwise let the server's hint replace it).
  * - `<loop>+ra`: the same loop honouring `Retry-After` (and the other
  *   pacing headers) as the executor does: a plain loop too, policies off.
- * - `staunch`: the library's defaults: full-jitter backoff, retry budget,
- *   circuit breaker and the adaptive rate limiter, honouring pacing.
+ * - `staunch`: the library's defaults (its backoff, retry budget, circuit
+ *   breaker and rate limiter, as `defaults.ts` reads them), honouring pacing.
  *
  * Every strategy gets the scenario's attempt cap and deadline.
  */
 import type { PolicyOptions } from '../policy/policies.js';
 import { type Backoff, constantBackoff, exponentialBackoff } from '../retry/backoff.js';
+import { describeBackoff, staunchDefaults } from './defaults.js';
 import type { LoopName, StrategyName } from './options.js';
 
 /** What a strategy sets: its backoff (absent = staunch's default), its policies, whether it sees pacing. */
@@ -37,20 +38,12 @@ const OFF: Readonly<PolicyOptions> = Object.freeze({
 
 type Base = 'fixed' | 'exponential' | 'full-jitter' | 'decorrelated';
 
-const LOOPS: Readonly<Record<Base, { description: string; backoff: () => Backoff }>> = {
-  fixed: { description: 'constantBackoff(1000)', backoff: () => constantBackoff(1000) },
-  exponential: {
-    description: "exponentialBackoff({ jitter: 'none' }) (250 ms × 2ⁿ, cap 20 s)",
-    backoff: () => exponentialBackoff({ jitter: 'none' }),
-  },
-  'full-jitter': {
-    description: "exponentialBackoff({ jitter: 'full' }) (U(0, 250 ms × 2ⁿ))",
-    backoff: () => exponentialBackoff({ jitter: 'full' }),
-  },
-  decorrelated: {
-    description: "exponentialBackoff({ jitter: 'decorrelated' }) (U(250, 3 × prev))",
-    backoff: () => exponentialBackoff({ jitter: 'decorrelated' }),
-  },
+/** The plain loops' backoffs, with the library's own base and cap. */
+const LOOPS: Readonly<Record<Base, () => Backoff>> = {
+  fixed: () => constantBackoff(1000),
+  exponential: () => exponentialBackoff({ jitter: 'none' }),
+  'full-jitter': () => exponentialBackoff({ jitter: 'full' }),
+  decorrelated: () => exponentialBackoff({ jitter: 'decorrelated' }),
 };
 
 /** The configuration of strategy `name`. */
@@ -58,18 +51,20 @@ export function strategyConfig(name: StrategyName): StrategyConfig {
   if (name === 'staunch') {
     return {
       name,
-      description: 'defaults: full jitter, retry budget, circuit breaker, adaptive rate limiter',
+      description: `defaults: ${staunchDefaults()
+        .map((d) => d.text)
+        .join('; ')}`,
       backoff: undefined,
       policies: Object.freeze({}),
       pacing: true,
     };
   }
   const ra = name.endsWith('+ra');
-  const loop = LOOPS[(ra ? name.slice(0, -3) : name) as Base];
+  const backoff = LOOPS[(ra ? name.slice(0, -3) : name) as Base]();
   return {
     name,
-    description: `${loop.description}; ${ra ? 'honours Retry-After' : 'ignores Retry-After'}; policies off`,
-    backoff: loop.backoff(),
+    description: `${describeBackoff(backoff)}; ${ra ? 'honours Retry-After' : 'ignores Retry-After'}; policies off`,
+    backoff,
     policies: OFF,
     pacing: ra,
   };

@@ -89,11 +89,9 @@ describe('the report in headless Chromium', () => {
     const drawn = new Map(
       charts.map((m) => [m[1], Number(/data-drawn-series="(\d+)"/.exec(m[0])?.[1] ?? -1)]),
     );
-    // Overlay: 3 strategies + capacity; one chart per strategy: arrivals, served, demand,
-    // capacity; goodput: 3 strategies + capacity; latency: 3 strategies + the optimum.
+    // One chart per strategy: arrivals, served, demand, capacity; goodput: 3 strategies + capacity; latency: 3 strategies + the optimum.
     expect(Object.fromEntries(drawn)).toEqual({
       goodput: 4,
-      arrivals: 4,
       'arrivals-fixed': 4,
       'arrivals-decorrelated': 4,
       'arrivals-staunch': 4,

@@ -43,7 +43,7 @@ describe('staunch lab: bad input', () => {
     [['--reject-cost', '-0.1'], '--reject-cost must be a number >= 0 and <= 1, got -0.1'],
     [['--retry-after', 'later'], '--retry-after must be one of none, seconds, ms, got "later"'],
     [['--outage', '20-10'], '--outage must be FROM-TO in ms with FROM < TO'],
-    [['--peak', '0.1'], '--peak must be at least 0.833 for 100000 requests over 60000 ms'],
+    [['--peak', '0.1'], '--peak must be at least 0.833 for 50000 requests over 60000 ms'],
     [['--workers', '0'], '--workers must be an integer >= 1 and <= 64, got 0'],
     [['--frobnicate'], "Unknown option '--frobnicate'"],
     [['--capacity'], "Option '--capacity <value>' argument missing"],
@@ -152,7 +152,7 @@ describe('staunch lab: help and output', () => {
       expect(unwrapped).toMatch(new RegExp(`--${flag}\\b.*\\[default: [^\\]]+\\]`));
     }
     expect(r.out).toMatch(/^ {2}overload +a burst peaking/m);
-    expect(r.out).toMatch(/sim: 100000 requests, capacity 2000\/s; live: 2000 requests/);
+    expect(r.out).toMatch(/sim: 50000 requests, capacity 1000\/s; live: 2000 requests/);
     for (const line of r.out.split('\n')) expect(line.length, line).toBeLessThanOrEqual(100);
     expect(unwrapped).toMatch(/--fleet P .*staunch strategy only.*\[default: 1\]/);
     expect(unwrapped).toMatch(/--store STORE .*\[default: local\]/);

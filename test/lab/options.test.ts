@@ -8,9 +8,14 @@ import { labHelp } from '../../src/cli/lab-command.js';
 import {
   describeDefault,
   LAB_OPTIONS,
+  type LabOptionSpec,
   type LabOptions,
+  MODES,
+  PRESETS,
   resolveLabOptions,
+  SCENARIOS,
 } from '../../src/lab/options.js';
+import { sendsPacing } from '../../src/lab/scenarios.js';
 
 const SECRET = 'hunter2-sentinel';
 
@@ -82,12 +87,71 @@ describe('LAB_OPTIONS: one declaration for the API and the CLI', () => {
     }
   });
 
+  it("--help shows each spec's default: its constant, overload's preset or its words", () => {
+    const help = labHelp().replace(/\n {20,}/g, ' ');
+    const overload = PRESETS.sim.overload;
+    for (const [key, s] of Object.entries(LAB_OPTIONS)) {
+      const spec = s as LabOptionSpec;
+      const flag = spec.flag ?? key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+      const line = new RegExp(`--${flag}\\b[^\\n]*\\[default: ([^\\]]*)\\]`).exec(help)?.[1];
+      const value = spec.preset?.(overload) ?? spec.default;
+      const shown =
+        value === undefined
+          ? spec.derive!.words
+          : typeof value === 'boolean'
+            ? value
+              ? 'on'
+              : 'off'
+            : Array.isArray(value)
+              ? value.length === 0
+                ? 'none'
+                : value.map((w: { start: number; end: number }) => `${w.start}-${w.end}`).join(' ')
+              : String(value);
+      expect(line, key).toContain(shown);
+    }
+  });
+
+  it('resolveLabOptions takes every default from the spec, in every scenario and mode', () => {
+    const server = new Set(['capacity', 'burst', 'serviceTime', 'queue', 'retryAfter']);
+    for (const k of ['rejectCost', 'failureRate', 'outages', 'quota', 'window', 'sporadic']) {
+      server.add(k);
+    }
+    server.add('sporadicRate');
+    let checked = 0;
+    for (const mode of MODES) {
+      for (const scenario of SCENARIOS) {
+        const config = resolveLabOptions({ scenario, mode });
+        const p = PRESETS[mode][scenario];
+        const from = { capacity: config.server.capacity, paced: sendsPacing(config.server) };
+        for (const [key, s] of Object.entries(LAB_OPTIONS)) {
+          // Given here; their defaults are checked below.
+          if (key === 'scenario' || key === 'mode') continue;
+          const spec = s as LabOptionSpec;
+          const expected = spec.preset?.(p) ?? spec.derive?.of(from) ?? spec.default;
+          const got = server.has(key)
+            ? (config.server as unknown as Record<string, unknown>)[key]
+            : (config as unknown as Record<string, unknown>)[key];
+          // clients: never more than the requests.
+          const want = key === 'clients' ? Math.min(expected as number, config.requests) : expected;
+          expect(got, `${mode} ${scenario} ${key}`).toEqual(want);
+          checked++;
+        }
+      }
+    }
+    expect(checked).toBe(MODES.length * SCENARIOS.length * (Object.keys(LAB_OPTIONS).length - 2));
+    const plain = resolveLabOptions({});
+    expect([plain.scenario, plain.mode]).toEqual([
+      LAB_OPTIONS.scenario.default,
+      LAB_OPTIONS.mode.default,
+    ]);
+  });
+
   it('derives a default from the scenarios: the overload value, then those that differ', () => {
     expect(describeDefault('failureRate')).toBe('0 (flaky: 0.05)');
     expect(describeDefault('sharedStore')).toBe('off (fleet: on)');
     expect(describeDefault('attempts')).toBe('6');
     expect(describeDefault('requests')).toBe(
-      'per scenario and mode (overload: 100000 sim, 2000 live)',
+      'per scenario and mode (overload: 50000 sim, 2000 live)',
     );
     expect(describeDefault('burst')).toMatch(/^capacity \/ 10 \(.*quota-4s: 5\)$/);
     expect(describeDefault('store')).toBe('local');

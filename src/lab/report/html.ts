@@ -1,15 +1,18 @@
 /**
  * `--report FILE.html`: one self-contained page (inline CSS and SVG, no
- * network, no external script) an engineer can share: the verdict first
- * (which strategy wins, by how much, on which metric), the results table,
- * goodput of every strategy on one chart, the upstream's arrivals per
- * strategy as small multiples on shared axes, the latency distribution,
- * failure reasons as a table, and how the run was made (command, version,
- * date). Outage windows are shaded on every time chart.
+ * network, no external script) an engineer can share, about a screen and a
+ * half tall at 1280 px: the verdict first (which strategy wins, by how much,
+ * on which metric), the results table, goodput of every strategy and the
+ * latency distribution side by side, the upstream's arrivals per strategy
+ * as small multiples on shared axes, why requests failed, what each
+ * strategy is (staunch's defaults read from the library), and how the run
+ * was made (command, version, date). Outage windows are shaded on every
+ * time chart.
  */
 import type { LabResult, StrategyResult } from '../result.js';
 import { describeScenario } from './format.js';
 import { type Band, chart, esc, legendStrip, type Series } from './svg.js';
+import { failuresTable, resultsNote, resultsTable, strategiesTable } from './tables.js';
 
 const PALETTE = [
   '#d62728',
@@ -41,8 +44,6 @@ export interface ReportMeta {
 
 const seconds = (x: number): string => `${+(x / 1000).toFixed(1)} s`;
 const pct = (x: number): string => `${(x * 100).toFixed(1)} %`;
-const ms = (x: number | null): string =>
-  x === null ? '–' : x >= 10_000 ? `${(x / 1000).toFixed(1)} s` : `${Math.round(x)} ms`;
 
 function perSecond(values: readonly number[], bin: number): [number, number][] {
   return values.map((v, i) => [i * bin, (v * 1000) / bin]);
@@ -107,7 +108,8 @@ function everyStrategy(
       yMax: spec.yMax ?? f.yMax,
       xFormat: seconds,
       bands: f.bands,
-      width: 1000,
+      width: 600,
+      height: 230,
     },
     lines,
   );
@@ -120,17 +122,9 @@ function goodputChart(result: LabResult, f: Frame): string {
   }
   return everyStrategy(result, f, (s) => s.series.ok, {
     id: 'goodput',
-    title: 'Goodput: requests served (2xx) per second, every strategy',
+    title: 'Goodput: requests served (2xx) per second',
     yLabel: 'served/s',
     yMax: peak,
-  });
-}
-
-function overlayChart(result: LabResult, f: Frame): string {
-  return everyStrategy(result, f, (s) => s.series.arrivals, {
-    id: 'arrivals',
-    title: 'Requests reaching the upstream per second, every strategy',
-    yLabel: 'requests/s',
   });
 }
 
@@ -168,8 +162,8 @@ function smallMultiples(result: LabResult, f: Frame): string {
         yMax: f.yMax,
         xFormat: seconds,
         bands: f.bands,
-        height: 210,
-        width: 490,
+        height: 170,
+        width: 400,
         legend: false,
       },
       multipleSeries(s, i, f),
@@ -186,9 +180,9 @@ function smallMultiples(result: LabResult, f: Frame): string {
             ),
             ...f.bands.slice(0, 1),
           ],
-          1000,
+          1200,
         );
-  return `${key}<div class="grid">${charts.join('\n')}</div>`;
+  return `${key}<div class="grid3">${charts.join('\n')}</div>`;
 }
 
 function latencyChart(result: LabResult): string {
@@ -212,7 +206,7 @@ function latencyChart(result: LabResult): string {
   return chart(
     {
       id: 'latency',
-      title: 'Latency of successful requests: share of all requests done within x',
+      title: 'Latency of successes: share of all requests done within x',
       xLabel: 'latency (log scale)',
       yLabel: 'share of requests',
       xMax: deadline,
@@ -220,7 +214,8 @@ function latencyChart(result: LabResult): string {
       xLog: { min },
       xFormat: (x) => (x >= 1000 ? `${x / 1000} s` : `${x} ms`),
       yFormat: (y) => `${Math.round(y * 100)}%`,
-      width: 1000,
+      width: 600,
+      height: 230,
     },
     lines,
   );
@@ -261,42 +256,18 @@ export function verdict(result: LabResult): string {
   return `${name(best)} and ${name(next)} tie on success within the ${deadline} deadline (${pct(best.success)}); ${load}.${optimum}`;
 }
 
-function resultsTable(result: LabResult): string {
-  const head =
-    '<tr><th>strategy</th><th>success</th><th>vs optimum</th><th>p50</th><th>p99</th><th>goodput/s</th><th>attempts/req</th><th>429s</th><th>recovery</th></tr>';
-  const opt = result.optimum.success;
-  const rows = result.strategies.map(
-    (s, i) =>
-      `<tr><td><span class="dot" style="background:${colorOf(i)}"></span>${esc(s.name)}</td><td>${pct(s.success)}</td><td>${opt === 0 ? '–' : `${((s.success / opt) * 100).toFixed(1)} %`}</td><td>${ms(s.p50)}</td><td>${ms(s.p99)}</td><td>${s.goodput.toFixed(1)}</td><td>${s.attemptsPerRequest.toFixed(2)}</td><td>${s.tooManyRequests}</td><td>${ms(s.recovery)}</td></tr>`,
-  );
-  rows.push(
-    `<tr class="opt"><td>optimum</td><td>${pct(opt)}</td><td>100 %</td><td></td><td></td><td>${result.optimum.goodput.toFixed(1)}</td><td>1.00</td><td>0</td><td></td></tr>`,
-  );
-  return `<table class="num">${head}${rows.join('')}</table>`;
-}
-
-function failuresTable(result: LabResult): string {
-  const reasons = [...new Set(result.strategies.flatMap((s) => Object.keys(s.outcomes)))].sort();
-  if (reasons.length === 0) return '<p>No request failed.</p>';
-  const head = `<tr><th>strategy</th>${reasons.map((r) => `<th>${esc(r)}</th>`).join('')}<th>failed</th></tr>`;
-  const rows = result.strategies.map((s) => {
-    const cells = reasons.map((r) => `<td>${s.outcomes[r] ?? 0}</td>`).join('');
-    return `<tr><td>${esc(s.name)}</td>${cells}<td>${s.requests - s.successes}</td></tr>`;
-  });
-  return `<table class="num">${head}${rows.join('')}</table>`;
-}
-
-const CSS = `body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1020px;color:#222;padding:0 16px}
-h1{font-size:22px;margin:0 0 6px}h2{font-size:17px;margin:30px 0 8px}
-.verdict{font-size:16px;background:#f3f7f3;border-left:4px solid #2b7a2b;padding:10px 14px;margin:10px 0}
+const CSS = `body{font:14px/1.4 system-ui,sans-serif;margin:16px auto;max-width:1230px;color:#222;padding:0 16px}
+h1{font-size:21px;margin:0 0 4px}h2{font-size:16px;margin:16px 0 4px}p{margin:6px 0}
+.verdict{font-size:15px;background:#f3f7f3;border-left:4px solid #2b7a2b;padding:8px 12px;margin:8px 0}
 .meta{color:#555;font-size:12.5px}.meta code{background:#f3f3f3;padding:1px 4px}
-.grid{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:10px}
+.grid2{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:10px;align-items:start}.grid3{display:grid;grid-template-columns:repeat(3,minmax(0,1fr));gap:8px}
+ul{margin:2px 0;padding-left:18px}
 svg.chart,svg.legend{max-width:100%;height:auto;background:#fff}svg.chart{border:1px solid #ddd}
 .g{stroke:#eee}.axis{stroke:#999}.t{font-size:13px;font-weight:600}.xt,.xl{font-size:11px;text-anchor:middle}
 .yt{font-size:11px;text-anchor:end;dominant-baseline:middle}.yl{font-size:11px;text-anchor:middle}
 .lg{font-size:11px;dominant-baseline:middle}
-table{border-collapse:collapse;margin:6px 0}td,th{padding:3px 10px;text-align:right}td:first-child,th:first-child{text-align:left}
-th{border-bottom:1px solid #ccc}table.text td{text-align:left}tr:nth-child(even){background:#f7f7f7}tr.opt{color:#555;font-style:italic}
+table{border-collapse:collapse;margin:6px 0}td,th{padding:2px 10px;text-align:right;vertical-align:top}td:first-child,th:first-child{text-align:left}
+th{border-bottom:1px solid #ccc}table.text td,table.text th{text-align:left}tr:nth-child(even){background:#f7f7f7}tr.opt{color:#555;font-style:italic}
 .dot{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:6px}`;
 
 // Marks every drawn series (a non-empty bounding box) so a headless browser can check the charts rendered.
@@ -312,13 +283,11 @@ export function renderReport(result: LabResult, meta: ReportMeta = {}): string {
     meta.version === undefined ? '' : `staunch ${esc(meta.version)}`,
     (meta.date ?? new Date()).toISOString().replace(/\.\d+Z$/, 'Z'),
   ].filter((x) => x !== '');
-  const strategies = result.strategies
-    .map((s) => `<tr><td>${esc(s.name)}</td><td>${esc(s.description)}</td></tr>`)
-    .join('');
   const outages =
     c.server.outages.length === 0
       ? ''
       : ' Shaded: the outage window, when the upstream answers 503.';
+  const window = `${seconds(result.window[0])}–${seconds(result.window[1])}`;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">
@@ -328,20 +297,16 @@ export function renderReport(result: LabResult, meta: ReportMeta = {}): string {
 <p class="verdict" id="verdict">${verdict(result)}</p>
 <p class="meta">Made with ${made.join(' · ')}</p>
 <p>${esc(describeScenario(c))}.</p>
-${resultsTable(result)}
-<p class="meta">Success: logical requests answered 2xx within the deadline. Latency percentiles over successes. Goodput: successes per second over the window ${seconds(result.window[0])}–${seconds(result.window[1])}. Optimum: the most requests any client could complete within the deadline from this capacity (served in arrival order, never refused).</p>
-<h2>Goodput over time</h2>
-${goodputChart(result, f)}
-<h2>Requests reaching the upstream</h2>
+${resultsTable(result, colorOf)}
+<p class="meta">${resultsNote(result, window)}</p>
+<div class="grid2">${goodputChart(result, f)}${latencyChart(result)}</div>
+<h2>Requests reaching the upstream, per strategy</h2>
 <p class="meta">Every chart on the same axes.${outages}</p>
-${overlayChart(result, f)}
 ${smallMultiples(result, f)}
-<h2>Latency distribution</h2>
-${latencyChart(result)}
-<h2>Why requests failed</h2>
-${failuresTable(result)}
-<h2>Strategies</h2>
-<table class="text">${strategies}</table>
+<div class="grid2"><div><h2>Why requests failed</h2>
+${failuresTable(result)}</div>
+<div><h2>Strategies</h2>
+${strategiesTable(result)}</div></div>
 <p class="meta">Made by <code>staunch lab</code>; see docs/lab.md.</p>
 <script>${CHECK}</script>
 </body></html>

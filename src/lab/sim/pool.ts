@@ -1,8 +1,10 @@
 /**
  * Runs the simulated strategies, one worker thread each (as many at once as
- * `workers`), or in this thread when `workers` is 1 or the worker module is
- * not there (running from the TypeScript sources). A strategy's run is the
- * same either way: same code, same seed, same trace.
+ * `workers`), or in this thread when the worker module is not there (running
+ * from the TypeScript sources). A strategy's run is the same either way:
+ * same code, same seed, same trace. A worker's heap goes with it when its
+ * strategy is done, so a run's peak memory is that of the strategies
+ * running at once, not of every strategy so far.
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -40,6 +42,14 @@ export function packTrace(trace: RunTrace, wallMs: number): PackedTrace {
 }
 
 const WORKER = new URL('./worker.js', import.meta.url);
+
+/**
+ * Strategies simulated at once by default. One: a strategy of the default
+ * run keeps up to ~50 000 requests in flight, several hundred MB of heap,
+ * and on two cores a second worker saves less wall time than it costs in
+ * memory (docs/lab.md, "How long a run takes").
+ */
+export const DEFAULT_WORKERS = 1;
 
 /** What a worker posts: progress (virtual ms from the start), then its trace. */
 export type WorkerMessage =
@@ -100,7 +110,7 @@ export async function simulateAll(
   workers: number,
   hooks: SimHooks = {},
 ): Promise<NamedTrace[]> {
-  const parallel = workers > 1 && existsSync(fileURLToPath(WORKER));
+  const parallel = existsSync(fileURLToPath(WORKER));
   const names = config.strategies;
   const out = new Array<NamedTrace>(names.length);
   let next = 0;

@@ -88,27 +88,30 @@ export async function simulateStrategy(
     secrets: () => [],
   };
   const now = (): number => clock.elapsed();
+  const idle = (): void => {};
 
-  const send = (attempt: number): Promise<SimResponse> => {
-    const t = now() + half;
-    const verdict = server.arrive(t);
-    trace.attempt(t, verdict.status, attempt);
-    // A pure loop never sees the server's pacing: its own backoff is what it is named after.
-    const response: SimResponse = {
-      status: verdict.status,
-      headers: s.pacing ? responseHeaders(mode, verdict) : NO_HEADERS,
-    };
-    return new Promise<SimResponse>((resolve) => {
-      clock.atElapsed(t + verdict.delay + half, () => resolve(response));
-    });
-  };
+  // An attempt answers through the executor's callbacks (`sendWith`): no promise per attempt,
+  // and a token for its signal (`tokenSignal`): the model never reads it, so no AbortController.
   const exchange: Exchange<SimResponse> = {
+    send: (_signal, attempt) =>
+      new Promise<SimResponse>((resolve) => exchange.sendWith!(_signal, attempt, resolve, idle)),
     // The transport ignores the signal: an aborted attempt's response is simply dropped.
-    send: (_signal, attempt) => send(attempt),
+    sendWith: (_signal, attempt, ok) => {
+      const t = now() + half;
+      const verdict = server.arrive(t);
+      trace.attempt(t, verdict.status, attempt);
+      // A pure loop never sees the server's pacing: its own backoff is what it is named after.
+      const response: SimResponse = {
+        status: verdict.status,
+        headers: s.pacing ? responseHeaders(mode, verdict) : NO_HEADERS,
+      };
+      clock.atElapsed(t + verdict.delay + half, () => ok(response));
+    },
     status: (r) => r.status,
     headers: (r) => r.headers,
     discard: () => settled,
     resendable: () => true,
+    tokenSignal: true,
   };
 
   let active = 0;
@@ -129,7 +132,6 @@ export async function simulateStrategy(
       },
     );
   };
-  const idle = (): void => {};
 
   if (closed) {
     // Each client sends its next request the instant its previous one settled, until the span ends.
