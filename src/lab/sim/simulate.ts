@@ -90,13 +90,10 @@ export async function simulateStrategy(
   const now = (): number => clock.elapsed();
   const idle = (): void => {};
 
-  // An attempt answers through the executor's callbacks (`sendWith`): no promise per attempt,
-  // and a token for its signal (`tokenSignal`): the model never reads it, so no AbortController.
+  // The model never reads an attempt's signal: a token (`tokenSignal`) spares an AbortController.
   const exchange: Exchange<SimResponse> = {
-    send: (_signal, attempt) =>
-      new Promise<SimResponse>((resolve) => exchange.sendWith!(_signal, attempt, resolve, idle)),
     // The transport ignores the signal: an aborted attempt's response is simply dropped.
-    sendWith: (_signal, attempt, ok) => {
+    send: (_signal, attempt) => {
       const t = now() + half;
       const verdict = server.arrive(t);
       trace.attempt(t, verdict.status, attempt);
@@ -105,7 +102,9 @@ export async function simulateStrategy(
         status: verdict.status,
         headers: s.pacing ? responseHeaders(mode, verdict) : NO_HEADERS,
       };
-      clock.atElapsed(t + verdict.delay + half, () => ok(response));
+      return new Promise<SimResponse>((resolve) => {
+        clock.atElapsed(t + verdict.delay + half, () => resolve(response));
+      });
     },
     status: (r) => r.status,
     headers: (r) => r.headers,
