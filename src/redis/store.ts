@@ -4,9 +4,10 @@
  * store answers from a process-local memory store instead and says so once.
  */
 
-import { checkNumber, checkObject, describe, keysOf } from '../internal/validate.js';
+import { describe } from '../internal/validate.js';
 import { type MemoryStore, memoryStore } from '../store/memory.js';
 import type { Json, StateStore, StoreOperation, StoreStatus } from '../store/store.js';
+import { type RedisStoreOptions, validate } from './options.js';
 import { redactError } from './redact.js';
 import { type LuaScript, SCRIPTS } from './scripts.js';
 import {
@@ -18,52 +19,8 @@ import {
   within,
 } from './wait.js';
 
-/**
- * What the store needs of a Redis client: an ioredis `Redis` or `Cluster`
- * (v5 or v6) fits as is. `status` is read, when present: while it says the
- * client is still connecting, decisions wait for it (up to `startupTimeout`);
- * while it says the connection is down, they are answered locally at once
- * instead of being queued.
- */
-export interface RedisScriptClient {
-  evalsha(sha: string, numKeys: number, ...args: string[]): Promise<unknown>;
-  eval(script: string, numKeys: number, ...args: string[]): Promise<unknown>;
-  ping(): Promise<unknown>;
-  readonly status?: string;
-}
-
-/** Options of {@link redisStore}. Durations in ms. */
-export interface RedisStoreOptions {
-  /** The Redis client (ioredis `Redis` or `Cluster`), connected or connecting. */
-  client: RedisScriptClient;
-  /**
-   * Prepended to every key: `<prefix>{<store key>}`. Must not contain `{` or
-   * `}` (the braces are the Cluster hash tag).
-   * @default 'staunch:'
-   */
-  prefix?: string | undefined;
-  /**
-   * A reply slower than this is a strike against its key (the reply is still
-   * awaited, up to 3 × `timeout`). A key goes to local state on its 3rd
-   * strike in a row (within 10 s), or when one of its decisions waited
-   * 3 × `timeout`, until Redis answers a probe; one slow reply does not.
-   * @default 50
-   */
-  timeout?: number | undefined;
-  /**
-   * Longest wait, instead of `timeout`, for a decision sent while the client
-   * is still connecting, and for the first use (load) of each script. When it
-   * passes, the store degrades at once.
-   * @default 2000
-   */
-  startupTimeout?: number | undefined;
-  /**
-   * While degraded, at most one probe (`PING`) per this many ms, sent on the
-   * back of a decision (there is no background timer).
-   * @default 1000
-   */
-  probeInterval?: number | undefined;
-}
+export type { RedisScriptClient, RedisStoreOptions } from './options.js';
+export { redisStoreDefaults } from './options.js';
 
 /** A {@link StateStore} kept in Redis. */
 export interface RedisStore extends StateStore {
@@ -80,14 +37,6 @@ export interface RedisStore extends StateStore {
   redisKey(key: string): string;
 }
 
-/** Defaults of {@link RedisStoreOptions}. */
-export const redisStoreDefaults: {
-  readonly prefix: string;
-  readonly timeout: number;
-  readonly startupTimeout: number;
-  readonly probeInterval: number;
-} = Object.freeze({ prefix: 'staunch:', timeout: 50, startupTimeout: 2000, probeInterval: 1000 });
-
 /** Not public: knobs for the tests and for `connectRedisStore`. */
 export interface RedisStoreInternals {
   /** Tests only: the scripts take `now` from the caller instead of Redis `TIME`. */
@@ -96,13 +45,6 @@ export interface RedisStoreInternals {
   secrets?: readonly string[];
 }
 
-const OPTION_KEYS = keysOf<RedisStoreOptions>()([
-  'client',
-  'prefix',
-  'timeout',
-  'startupTimeout',
-  'probeInterval',
-]);
 /** ioredis states in which a command would only be queued until a reconnection. */
 const DOWN = new Set(['reconnecting', 'close', 'end']);
 /** ioredis states of a first connection: commands are queued until `ready`. */
@@ -123,56 +65,6 @@ function isNoScript(error: unknown): boolean {
 }
 
 const ignore = (): void => {};
-
-interface Resolved {
-  client: RedisScriptClient;
-  prefix: string;
-  timeout: number;
-  startupTimeout: number;
-  probeInterval: number;
-}
-
-function validate(options: RedisStoreOptions): Resolved {
-  const o = checkObject('redisStore options', options, OPTION_KEYS) as Partial<RedisStoreOptions>;
-  const client = o.client as Partial<RedisScriptClient> | undefined;
-  if (
-    typeof client !== 'object' ||
-    client === null ||
-    typeof client.evalsha !== 'function' ||
-    typeof client.eval !== 'function' ||
-    typeof client.ping !== 'function'
-  ) {
-    throw new TypeError(
-      `redisStore.client must be an ioredis client (Redis or Cluster), got ${describe(client)}`,
-    );
-  }
-  const prefix = o.prefix ?? redisStoreDefaults.prefix;
-  if (typeof prefix !== 'string') {
-    throw new TypeError(`redisStore.prefix must be a string, got ${describe(prefix)}`);
-  }
-  if (/[{}]/.test(prefix)) {
-    throw new RangeError(
-      `redisStore.prefix must not contain "{" or "}" (the hash tag is the store key), got ${describe(prefix)}`,
-    );
-  }
-  const positive = { min: 0, exclusiveMin: true };
-  const timeout = checkNumber(
-    'redisStore.timeout',
-    o.timeout ?? redisStoreDefaults.timeout,
-    positive,
-  );
-  const startupTimeout = checkNumber(
-    'redisStore.startupTimeout',
-    o.startupTimeout ?? redisStoreDefaults.startupTimeout,
-    positive,
-  );
-  const probeInterval = checkNumber(
-    'redisStore.probeInterval',
-    o.probeInterval ?? redisStoreDefaults.probeInterval,
-    { min: 0 },
-  );
-  return { client: client as RedisScriptClient, prefix, timeout, startupTimeout, probeInterval };
-}
 
 /**
  * The store behind `redisStore`, with the internals the tests use.
