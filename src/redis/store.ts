@@ -9,6 +9,7 @@ import { type MemoryStore, memoryStore } from '../store/memory.js';
 import type { Json, StateStore, StoreOperation, StoreStatus } from '../store/store.js';
 import { type RedisStoreOptions, validate } from './options.js';
 import { redactError } from './redact.js';
+import { recheckDelay, scriptingRefusal, scriptsRun } from './scripting.js';
 import { type LuaScript, SCRIPTS } from './scripts.js';
 import {
   DEGRADE_AFTER,
@@ -90,6 +91,10 @@ export function createRedisStore(
   const loading = new Map<string, Promise<unknown>>();
   let probing = false;
   let lastProbe = 0;
+  /** Redis refused a script: every key is local, and the probe checks that scripts run, backing off. */
+  let scriptingOff = false;
+  /** Re-checks of scripting that failed in a row (each doubles the wait before the next). */
+  let rechecks = 0;
   /**
    * Decisions waiting for Redis, in the order they were sent, each with its
    * key and its start-up deadline (if it may take the start-up timeout): a
@@ -129,6 +134,8 @@ export function createRedisStore(
   const recover = (): void => {
     if (!isDegraded()) return;
     allLocal = false;
+    scriptingOff = false;
+    rechecks = 0;
     localKeys.clear();
     strikes.clearAll();
     // Local state was a stopgap: the next episode starts from scratch, not from stale counts.
@@ -145,21 +152,32 @@ export function createRedisStore(
     const status = client.status;
     return status === undefined ? answered.size === 0 : STARTING.has(status);
   };
+  /**
+   * A `PING` (a check that scripts run, while Redis refuses them), at most once
+   * per `probeInterval` (doubling with each failed scripting check).
+   */
   const probe = (): void => {
-    if (probing || Date.now() - lastProbe < probeInterval) return;
+    const interval = scriptingOff ? recheckDelay(probeInterval, rechecks) : probeInterval;
+    if (probing || Date.now() - lastProbe < interval) return;
     probing = true;
     lastProbe = Date.now();
+    const scripts = scriptingOff;
+    const patience = scripts ? startupTimeout : timeout;
     const answer =
       down() === undefined
         ? within(
-            tryCall(() => client.ping()),
-            timeout,
-            () => new StoreTimeoutError(`no answer within ${timeout} ms`),
+            tryCall(() => (scripts ? scriptsRun(client) : client.ping())),
+            patience,
+            () => new StoreTimeoutError(`no answer within ${patience} ms`),
           )
         : Promise.reject();
-    answer.then(recover, ignore).finally(() => {
-      probing = false;
-    });
+    answer
+      .then(recover, () => {
+        if (scripts) rechecks++;
+      })
+      .finally(() => {
+        probing = false;
+      });
   };
   /** `EVAL` sends the source and caches it; others that need it meanwhile wait for that one. */
   const load = (script: LuaScript, key: string, argv: string[]): Promise<unknown> => {
@@ -252,10 +270,18 @@ export function createRedisStore(
   /**
    * A decision that got no answer from Redis: a decision that waited its
    * patience out sends its key local; a start-up failure, an error or a down
-   * connection, every key; a decision released by its key going local, nothing more.
+   * connection, every key (a refused script too, and scripting is then checked
+   * apart, backing off); a decision released by its key going local, nothing more.
    */
   const failed = (key: string, error: unknown): void => {
     if (error instanceof StoreReleasedError) return;
+    const refusal = scriptingRefusal(error);
+    if (refusal !== undefined) {
+      if (!scriptingOff) lastProbe = Date.now();
+      scriptingOff = true;
+      degrade(refusal);
+      return;
+    }
     if (error instanceof StoreTimeoutError) degrade(error, key);
     else degrade(error);
   };
@@ -313,8 +339,11 @@ export function createRedisStore(
  * later reply than `timeout` is a strike against its key, still awaited up to
  * 3 × `timeout`; a key goes local on 3 strikes in a row or one decision
  * unanswered for 3 × `timeout`, and every key does when the connection is
- * down or Redis answers an error; `onStatus` reports
- * `degraded` once, and `recovered` when a probe gets through. Requests never
+ * down or Redis answers an error. A Redis that refuses scripts (`EVAL`
+ * renamed away, an ACL, Valkey without Lua) sends every key local on the
+ * first decision, and is checked again after `probeInterval`, doubling up to
+ * a minute. `onStatus` reports `degraded` once, and `recovered` when a
+ * probe gets through. Requests never
  * fail because Redis does. See docs/fleet.md.
  * @example
  * import { Redis } from 'ioredis';
