@@ -6,7 +6,13 @@
  * `staunch/lab`.)
  */
 
-export type { ConnectRedisStoreOptions, RedisConnection } from './connect.js';
+export type {
+  ConnectRedisStoreOptions,
+  IoRedisConnectionClient,
+  NodeRedisConnectionClient,
+  RedisConnection,
+  RedisLibrary,
+} from './connect.js';
 export { connectRedisStore } from './connect.js';
 export type { NodeRedisClient, NodeRedisEvalOptions } from './node-redis.js';
 export type { LuaScript } from './scripts.js';
