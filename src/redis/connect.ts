@@ -1,10 +1,12 @@
 /**
  * `connectRedisStore(url)`: a Redis store built from a URL, with its own
- * ioredis client set up for a store (fail fast while disconnected, no
- * unhandled `error` events), connected before it is handed out.
+ * client (ioredis, or node-redis on request) set up for a store (fail fast
+ * while disconnected, no unhandled `error` events), connected before it is
+ * handed out.
  */
 import { redactUrl } from '../internal/redact.js';
 import { checkNumber, checkObject, describe } from '../internal/validate.js';
+import type { NodeRedisClient } from './node-redis.js';
 import { redactError } from './redact.js';
 import {
   createRedisStore,
@@ -13,47 +15,135 @@ import {
   type RedisStoreOptions,
 } from './store.js';
 
-/** Options of {@link connectRedisStore}: those of `redisStore` but the client, plus `connectTimeout`. */
+/** The client libraries `connectRedisStore` can connect with. */
+export type RedisLibrary = 'ioredis' | 'node-redis';
+
+/** Options of {@link connectRedisStore}: those of `redisStore` but the client, plus `connectTimeout` and `library`. */
 export interface ConnectRedisStoreOptions extends Omit<RedisStoreOptions, 'client'> {
   /**
    * Longest wait for the first connection, in ms.
    * @default 5000
    */
   connectTimeout?: number | undefined;
+  /**
+   * The client library to connect with (a peer dependency, loaded on first
+   * use): `'ioredis'`, or `'node-redis'` (the `redis` package).
+   * @default 'ioredis'
+   */
+  library?: RedisLibrary | undefined;
+}
+
+/** The ioredis client of a {@link RedisConnection}. */
+export interface IoRedisConnectionClient extends RedisScriptClient {
+  quit(): Promise<unknown>;
+  disconnect(): void;
+}
+
+/** The node-redis client of a {@link RedisConnection} (`library: 'node-redis'`). */
+export interface NodeRedisConnectionClient extends NodeRedisClient {
+  close(): Promise<unknown>;
+  destroy(): void;
 }
 
 /** A store and the client it owns. */
-export interface RedisConnection {
+export interface RedisConnection<C = IoRedisConnectionClient> {
   readonly store: RedisStore;
-  /** The ioredis client (for commands of your own; `close` ends it). */
-  readonly client: RedisScriptClient & { quit(): Promise<unknown>; disconnect(): void };
+  /** The client (for commands of your own; `close` ends it). */
+  readonly client: C;
   /** Ends the connection (`QUIT`, then a hard disconnect if Redis does not answer). */
   close(): Promise<void>;
 }
 
-interface IoRedisClient extends RedisScriptClient {
-  connect(): Promise<void>;
+/** A client of either library as this module drives it: connect, end gracefully, drop. */
+interface Owned {
+  /** What the store is given. */
+  readonly client: IoRedisConnectionClient | NodeRedisConnectionClient;
+  connect(): Promise<unknown>;
   quit(): Promise<unknown>;
-  disconnect(): void;
+  drop(): void;
+}
+
+interface Listening {
   on(event: 'error', listener: (error: unknown) => void): unknown;
 }
-type IoRedisConstructor = new (url: string, options: Record<string, unknown>) => IoRedisClient;
+type IoRedisConstructor = new (
+  url: string,
+  options: Record<string, unknown>,
+) => IoRedisConnectionClient & Listening & { connect(): Promise<void> };
+type NodeRedisFactory = (
+  options: Record<string, unknown>,
+) => NodeRedisConnectionClient & Listening & { connect(): Promise<unknown> };
+
+/** A command never waits for a reconnection: the store answers locally meanwhile. */
+const reconnectDelay = (attempt: number): number => Math.min(attempt * 100, 1000);
+
+async function open(url: string, library: RedisLibrary, connectTimeout: number): Promise<Owned> {
+  if (library === 'node-redis') {
+    const { createClient } = (await import('redis')) as unknown as {
+      createClient: NodeRedisFactory;
+    };
+    const client = createClient({
+      url,
+      disableOfflineQueue: true,
+      socket: {
+        connectTimeout,
+        reconnectStrategy: (retries: number) => reconnectDelay(retries + 1),
+      },
+    });
+    // The store reports failures through onStatus; without a listener node-redis would throw them.
+    client.on('error', () => {});
+    return {
+      client,
+      connect: () => client.connect(),
+      quit: () => client.close(),
+      drop: () => client.destroy(),
+    };
+  }
+  const { Redis } = (await import('ioredis')) as unknown as { Redis: IoRedisConstructor };
+  const client = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout,
+    maxRetriesPerRequest: 1,
+    retryStrategy: reconnectDelay,
+  });
+  // The store reports failures through onStatus; without a listener ioredis would print them.
+  client.on('error', () => {});
+  return {
+    client,
+    connect: () => client.connect(),
+    quit: () => client.quit(),
+    drop: () => client.disconnect(),
+  };
+}
 
 /**
  * Connects to `url` (`redis://[user:password@]host:port[/db]` or `rediss://`)
- * with ioredis and returns a {@link RedisStore} over that connection. Rejects
- * (with the URL's password redacted) if Redis cannot be reached within
- * `connectTimeout`. ioredis is loaded on first use.
+ * with ioredis (or node-redis: `library: 'node-redis'`) and returns a
+ * {@link RedisStore} over that connection. Rejects (with the URL's password
+ * redacted) if Redis cannot be reached within `connectTimeout`. The library
+ * is loaded on first use.
  * @example
  * const { store, close } = await connectRedisStore(process.env.REDIS_URL!);
  * const fetch = createFetch({ store });
  * // … on shutdown:
  * await close();
  */
+export function connectRedisStore(
+  url: string,
+  options: ConnectRedisStoreOptions & { library: 'node-redis' },
+): Promise<RedisConnection<NodeRedisConnectionClient>>;
+export function connectRedisStore(
+  url: string,
+  options?: ConnectRedisStoreOptions & { library?: 'ioredis' | undefined },
+): Promise<RedisConnection>;
+export function connectRedisStore(
+  url: string,
+  options?: ConnectRedisStoreOptions,
+): Promise<RedisConnection<IoRedisConnectionClient | NodeRedisConnectionClient>>;
 export async function connectRedisStore(
   url: string,
   options: ConnectRedisStoreOptions = {},
-): Promise<RedisConnection> {
+): Promise<RedisConnection<IoRedisConnectionClient | NodeRedisConnectionClient>> {
   if (typeof url !== 'string') {
     throw new TypeError(`connectRedisStore url must be a string, got ${describe(url)}`);
   }
@@ -76,23 +166,21 @@ export async function connectRedisStore(
     'startupTimeout',
     'probeInterval',
     'connectTimeout',
+    'library',
   ]) as ConnectRedisStoreOptions;
+  const library = o.library ?? 'ioredis';
+  if (library !== 'ioredis' && library !== 'node-redis') {
+    throw new TypeError(
+      `connectRedisStore.library must be 'ioredis' or 'node-redis', got ${describe(library)}`,
+    );
+  }
   const connectTimeout = checkNumber('connectRedisStore.connectTimeout', o.connectTimeout ?? 5000, {
     min: 0,
     exclusiveMin: true,
   });
   const secrets = parsed.password === '' ? [] : [parsed.password, safeDecode(parsed.password)];
-
-  const { Redis } = (await import('ioredis')) as unknown as { Redis: IoRedisConstructor };
-  const client = new Redis(url, {
-    lazyConnect: true,
-    connectTimeout,
-    // A command never waits for a reconnection: the store answers locally meanwhile.
-    maxRetriesPerRequest: 1,
-    retryStrategy: (times: number) => Math.min(times * 100, 1000),
-  });
-  // The store reports failures through onStatus; without a listener ioredis would print them.
-  client.on('error', () => {});
+  const owned = await open(url, library, connectTimeout);
+  const { client } = owned;
   const store = createRedisStore(
     {
       client,
@@ -109,7 +197,7 @@ export async function connectRedisStore(
         () => reject(new Error(`no connection within ${connectTimeout} ms`)),
         connectTimeout,
       );
-      client.connect().then(
+      owned.connect().then(
         () => {
           clearTimeout(timer);
           resolve();
@@ -121,7 +209,7 @@ export async function connectRedisStore(
       );
     });
   } catch (error) {
-    client.disconnect();
+    owned.drop();
     throw new Error(
       `connectRedisStore: cannot connect to ${redactUrl(url)}: ${redactError(error, secrets)}`,
     );
@@ -131,13 +219,13 @@ export async function connectRedisStore(
     store,
     client,
     close(): Promise<void> {
-      closed ??= quit(client);
+      closed ??= quit(owned);
       return closed;
     },
   };
 }
 
-async function quit(client: IoRedisClient): Promise<void> {
+async function quit(client: Owned): Promise<void> {
   try {
     await Promise.race([
       client.quit(),
@@ -146,7 +234,7 @@ async function quit(client: IoRedisClient): Promise<void> {
   } catch {
     // Redis gone or slow: drop the socket.
   } finally {
-    client.disconnect();
+    client.drop();
   }
 }
 

@@ -4,10 +4,12 @@
  * store answers from a process-local memory store instead and says so once.
  */
 
-import { checkNumber, checkObject, describe, keysOf } from '../internal/validate.js';
+import { describe } from '../internal/validate.js';
 import { type MemoryStore, memoryStore } from '../store/memory.js';
 import type { Json, StateStore, StoreOperation, StoreStatus } from '../store/store.js';
+import { type RedisStoreOptions, validate } from './options.js';
 import { redactError } from './redact.js';
+import { recheckDelay, scriptingRefusal, scriptsRun } from './scripting.js';
 import { type LuaScript, SCRIPTS } from './scripts.js';
 import {
   DEGRADE_AFTER,
@@ -18,52 +20,8 @@ import {
   within,
 } from './wait.js';
 
-/**
- * What the store needs of a Redis client: an ioredis `Redis` or `Cluster`
- * (v5 or v6) fits as is. `status` is read, when present: while it says the
- * client is still connecting, decisions wait for it (up to `startupTimeout`);
- * while it says the connection is down, they are answered locally at once
- * instead of being queued.
- */
-export interface RedisScriptClient {
-  evalsha(sha: string, numKeys: number, ...args: string[]): Promise<unknown>;
-  eval(script: string, numKeys: number, ...args: string[]): Promise<unknown>;
-  ping(): Promise<unknown>;
-  readonly status?: string;
-}
-
-/** Options of {@link redisStore}. Durations in ms. */
-export interface RedisStoreOptions {
-  /** The Redis client (ioredis `Redis` or `Cluster`), connected or connecting. */
-  client: RedisScriptClient;
-  /**
-   * Prepended to every key: `<prefix>{<store key>}`. Must not contain `{` or
-   * `}` (the braces are the Cluster hash tag).
-   * @default 'staunch:'
-   */
-  prefix?: string | undefined;
-  /**
-   * A reply slower than this is a strike against its key (the reply is still
-   * awaited, up to 3 × `timeout`). A key goes to local state on its 3rd
-   * strike in a row (within 10 s), or when one of its decisions waited
-   * 3 × `timeout`, until Redis answers a probe; one slow reply does not.
-   * @default 50
-   */
-  timeout?: number | undefined;
-  /**
-   * Longest wait, instead of `timeout`, for a decision sent while the client
-   * is still connecting, and for the first use (load) of each script. When it
-   * passes, the store degrades at once.
-   * @default 2000
-   */
-  startupTimeout?: number | undefined;
-  /**
-   * While degraded, at most one probe (`PING`) per this many ms, sent on the
-   * back of a decision (there is no background timer).
-   * @default 1000
-   */
-  probeInterval?: number | undefined;
-}
+export type { RedisScriptClient, RedisStoreOptions } from './options.js';
+export { redisStoreDefaults } from './options.js';
 
 /** A {@link StateStore} kept in Redis. */
 export interface RedisStore extends StateStore {
@@ -80,14 +38,6 @@ export interface RedisStore extends StateStore {
   redisKey(key: string): string;
 }
 
-/** Defaults of {@link RedisStoreOptions}. */
-export const redisStoreDefaults: {
-  readonly prefix: string;
-  readonly timeout: number;
-  readonly startupTimeout: number;
-  readonly probeInterval: number;
-} = Object.freeze({ prefix: 'staunch:', timeout: 50, startupTimeout: 2000, probeInterval: 1000 });
-
 /** Not public: knobs for the tests and for `connectRedisStore`. */
 export interface RedisStoreInternals {
   /** Tests only: the scripts take `now` from the caller instead of Redis `TIME`. */
@@ -96,13 +46,6 @@ export interface RedisStoreInternals {
   secrets?: readonly string[];
 }
 
-const OPTION_KEYS = keysOf<RedisStoreOptions>()([
-  'client',
-  'prefix',
-  'timeout',
-  'startupTimeout',
-  'probeInterval',
-]);
 /** ioredis states in which a command would only be queued until a reconnection. */
 const DOWN = new Set(['reconnecting', 'close', 'end']);
 /** ioredis states of a first connection: commands are queued until `ready`. */
@@ -123,56 +66,6 @@ function isNoScript(error: unknown): boolean {
 }
 
 const ignore = (): void => {};
-
-interface Resolved {
-  client: RedisScriptClient;
-  prefix: string;
-  timeout: number;
-  startupTimeout: number;
-  probeInterval: number;
-}
-
-function validate(options: RedisStoreOptions): Resolved {
-  const o = checkObject('redisStore options', options, OPTION_KEYS) as Partial<RedisStoreOptions>;
-  const client = o.client as Partial<RedisScriptClient> | undefined;
-  if (
-    typeof client !== 'object' ||
-    client === null ||
-    typeof client.evalsha !== 'function' ||
-    typeof client.eval !== 'function' ||
-    typeof client.ping !== 'function'
-  ) {
-    throw new TypeError(
-      `redisStore.client must be an ioredis client (Redis or Cluster), got ${describe(client)}`,
-    );
-  }
-  const prefix = o.prefix ?? redisStoreDefaults.prefix;
-  if (typeof prefix !== 'string') {
-    throw new TypeError(`redisStore.prefix must be a string, got ${describe(prefix)}`);
-  }
-  if (/[{}]/.test(prefix)) {
-    throw new RangeError(
-      `redisStore.prefix must not contain "{" or "}" (the hash tag is the store key), got ${describe(prefix)}`,
-    );
-  }
-  const positive = { min: 0, exclusiveMin: true };
-  const timeout = checkNumber(
-    'redisStore.timeout',
-    o.timeout ?? redisStoreDefaults.timeout,
-    positive,
-  );
-  const startupTimeout = checkNumber(
-    'redisStore.startupTimeout',
-    o.startupTimeout ?? redisStoreDefaults.startupTimeout,
-    positive,
-  );
-  const probeInterval = checkNumber(
-    'redisStore.probeInterval',
-    o.probeInterval ?? redisStoreDefaults.probeInterval,
-    { min: 0 },
-  );
-  return { client: client as RedisScriptClient, prefix, timeout, startupTimeout, probeInterval };
-}
 
 /**
  * The store behind `redisStore`, with the internals the tests use.
@@ -198,6 +91,10 @@ export function createRedisStore(
   const loading = new Map<string, Promise<unknown>>();
   let probing = false;
   let lastProbe = 0;
+  /** Redis refused a script: every key is local, and the probe checks that scripts run, backing off. */
+  let scriptingOff = false;
+  /** Re-checks of scripting that failed in a row (each doubles the wait before the next). */
+  let rechecks = 0;
   /**
    * Decisions waiting for Redis, in the order they were sent, each with its
    * key and its start-up deadline (if it may take the start-up timeout): a
@@ -237,6 +134,8 @@ export function createRedisStore(
   const recover = (): void => {
     if (!isDegraded()) return;
     allLocal = false;
+    scriptingOff = false;
+    rechecks = 0;
     localKeys.clear();
     strikes.clearAll();
     // Local state was a stopgap: the next episode starts from scratch, not from stale counts.
@@ -253,21 +152,32 @@ export function createRedisStore(
     const status = client.status;
     return status === undefined ? answered.size === 0 : STARTING.has(status);
   };
+  /**
+   * A `PING` (a check that scripts run, while Redis refuses them), at most once
+   * per `probeInterval` (doubling with each failed scripting check).
+   */
   const probe = (): void => {
-    if (probing || Date.now() - lastProbe < probeInterval) return;
+    const interval = scriptingOff ? recheckDelay(probeInterval, rechecks) : probeInterval;
+    if (probing || Date.now() - lastProbe < interval) return;
     probing = true;
     lastProbe = Date.now();
+    const scripts = scriptingOff;
+    const patience = scripts ? startupTimeout : timeout;
     const answer =
       down() === undefined
         ? within(
-            tryCall(() => client.ping()),
-            timeout,
-            () => new StoreTimeoutError(`no answer within ${timeout} ms`),
+            tryCall(() => (scripts ? scriptsRun(client) : client.ping())),
+            patience,
+            () => new StoreTimeoutError(`no answer within ${patience} ms`),
           )
         : Promise.reject();
-    answer.then(recover, ignore).finally(() => {
-      probing = false;
-    });
+    answer
+      .then(recover, () => {
+        if (scripts) rechecks++;
+      })
+      .finally(() => {
+        probing = false;
+      });
   };
   /** `EVAL` sends the source and caches it; others that need it meanwhile wait for that one. */
   const load = (script: LuaScript, key: string, argv: string[]): Promise<unknown> => {
@@ -360,10 +270,18 @@ export function createRedisStore(
   /**
    * A decision that got no answer from Redis: a decision that waited its
    * patience out sends its key local; a start-up failure, an error or a down
-   * connection, every key; a decision released by its key going local, nothing more.
+   * connection, every key (a refused script too, and scripting is then checked
+   * apart, backing off); a decision released by its key going local, nothing more.
    */
   const failed = (key: string, error: unknown): void => {
     if (error instanceof StoreReleasedError) return;
+    const refusal = scriptingRefusal(error);
+    if (refusal !== undefined) {
+      if (!scriptingOff) lastProbe = Date.now();
+      scriptingOff = true;
+      degrade(refusal);
+      return;
+    }
     if (error instanceof StoreTimeoutError) degrade(error, key);
     else degrade(error);
   };
@@ -421,8 +339,11 @@ export function createRedisStore(
  * later reply than `timeout` is a strike against its key, still awaited up to
  * 3 × `timeout`; a key goes local on 3 strikes in a row or one decision
  * unanswered for 3 × `timeout`, and every key does when the connection is
- * down or Redis answers an error; `onStatus` reports
- * `degraded` once, and `recovered` when a probe gets through. Requests never
+ * down or Redis answers an error. A Redis that refuses scripts (`EVAL`
+ * renamed away, an ACL, Valkey without Lua) sends every key local on the
+ * first decision, and is checked again after `probeInterval`, doubling up to
+ * a minute. `onStatus` reports `degraded` once, and `recovered` when a
+ * probe gets through. Requests never
  * fail because Redis does. See docs/fleet.md.
  * @example
  * import { Redis } from 'ioredis';

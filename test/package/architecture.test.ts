@@ -44,6 +44,7 @@ const PORTABLE = ['index.ts', 'llm/index.ts', 'request-init.ts', 'sse/index.ts',
 const PEER_HOME: Record<string, string> = {
   undici: 'undici/',
   ioredis: 'redis/',
+  redis: 'redis/',
   '@opentelemetry/api': 'otel/',
 };
 

@@ -1,5 +1,6 @@
 /**
- * Redis Cluster: three masters of our own, an ioredis `Cluster` client. Each
+ * Redis Cluster: three masters of our own, an ioredis `Cluster` client and a
+ * node-redis `createCluster()` client. Each
  * script touches only its own key, so it runs on whichever node owns that
  * key's slot; a node that never saw a script answers NOSCRIPT and gets it.
  */
@@ -7,11 +8,11 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { budgetDeposit } from '../../src/policy/budget.js';
 import { redisStore } from '../../src/redis/store.js';
 import type { StoreStatus } from '../../src/store/store.js';
+import { LIBRARIES, openCluster } from './helpers/clients.js';
 import { type RedisServer, requireRedis, startRedis } from './helpers/redis-server.js';
 
 const ready = requireRedis(true);
@@ -63,11 +64,16 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe.runIf(ready)('redisStore on Redis Cluster', () => {
+describe.runIf(ready).each(LIBRARIES)('redisStore on Redis Cluster, %s client', (library) => {
   it('runs every key’s script on the node that owns it', async () => {
-    const cluster = new Cluster(nodes.map((n) => ({ host: '127.0.0.1', port: n.port })));
+    const cluster = await openCluster(
+      library,
+      nodes.map((n) => n.port),
+    );
     try {
-      const store = redisStore({ client: cluster, timeout: 2_000 });
+      // Each library on keys of its own: the count per node below is this run's.
+      const prefix = `staunch-cluster-${library}:`;
+      const store = redisStore({ client: cluster.client, prefix, timeout: 2_000 });
       const statuses: StoreStatus[] = [];
       store.onStatus((s) => statuses.push(s));
       const args = { ratio: 1, minPerSecond: 0, memoryMs: 600_000 };
@@ -79,12 +85,15 @@ describe.runIf(ready)('redisStore on Redis Cluster', () => {
       expect(statuses).toEqual([]);
       // The keys really are spread over the three masters.
       const owners = await Promise.all(
-        nodes.map(async (n) => Number((await cli(['-p', String(n.port), 'dbsize'])).trim())),
+        nodes.map(async (n) => {
+          const found = await cli(['-p', String(n.port), '--scan', '--pattern', `${prefix}*`]);
+          return found.split('\n').filter((line) => line !== '').length;
+        }),
       );
       expect(owners.reduce((a, b) => a + b, 0)).toBe(keys.length);
       expect(owners.every((count) => count > 0)).toBe(true);
     } finally {
-      cluster.disconnect();
+      cluster.end();
     }
   }, 60_000);
 });

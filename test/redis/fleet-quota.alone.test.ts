@@ -10,6 +10,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpServer } from '../helpers/server.js';
+import { LIBRARIES } from './helpers/clients.js';
 import { compiledFleet, member } from './helpers/fleet.js';
 import { type RedisServer, requireRedis, startRedis } from './helpers/redis-server.js';
 
@@ -35,7 +36,7 @@ afterAll(async () => {
 
 type Result = { counts: Record<string, number>; statuses: string[]; ms: number };
 
-describe.runIf(ready)('fleet adaptive limiting', () => {
+describe.runIf(ready).each(LIBRARIES)('fleet adaptive limiting, %s clients', (library) => {
   it(`4 processes at 2.5 × a ${QUOTA} req/s quota share one learned rate, and every request gets through`, async () => {
     const windows = new Map<number, number>();
     let tooMany = 0;
@@ -50,7 +51,7 @@ describe.runIf(ready)('fleet adaptive limiting', () => {
       res.end();
     });
     const client = new Redis(server.url);
-    const prefix = `staunch-quota-test:${process.pid}:`;
+    const prefix = `staunch-quota-test:${process.pid}:${library}:`;
     try {
       const fleet = compiled.startFleet({
         processes: PROCESSES,
@@ -58,7 +59,7 @@ describe.runIf(ready)('fleet adaptive limiting', () => {
         store: server.url,
         // What is asserted here is sharing, not the fallback: a loaded test
         // machine must not push the members into local state.
-        storeOptions: { prefix, timeout: 1_000, startupTimeout: 30_000 },
+        storeOptions: { prefix, timeout: 1_000, startupTimeout: 30_000, library },
         input: { dist: compiled.dist, url: upstream.url, requests: REQUESTS, interval: INTERVAL },
         timeout: 120_000,
       });

@@ -1,12 +1,15 @@
 /**
  * Fleet state from the first request: 4 real processes each create their
- * ioredis client and fire at once, before it has connected. The fixed rate
+ * client and fire at once, before it has connected (ioredis; the slow start
+ * with node-redis too). The fixed rate
  * limit they share through Redis must hold fleet-wide from the first request:
  * the start (connection, first script loads) must not push them into local
  * state, where each process would have its own bucket.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RedisLibrary } from '../../src/redis/connect.js';
 import { httpServer } from '../helpers/server.js';
+import { LIBRARIES } from './helpers/clients.js';
 import { compiledFleet, member } from './helpers/fleet.js';
 import { type StallProxy, stallProxy } from './helpers/proxy.js';
 import { type RedisServer, requireRedis, startRedis } from './helpers/redis-server.js';
@@ -38,7 +41,12 @@ afterAll(async () => {
 type Result = { counts: Record<string, number>; statuses: string[] };
 
 /** Runs the fleet against a fresh upstream; returns what each member saw and the arrival times. */
-async function run(redis: string, prefix: string, storeOptions: Record<string, unknown> = {}) {
+async function run(
+  redis: string,
+  prefix: string,
+  storeOptions: Record<string, unknown> = {},
+  library: RedisLibrary = 'ioredis',
+) {
   const arrivals: number[] = [];
   const upstream = await httpServer((_req, res) => {
     arrivals.push(performance.now());
@@ -52,6 +60,7 @@ async function run(redis: string, prefix: string, storeOptions: Record<string, u
         dist: compiled.dist,
         url: upstream.url,
         redis,
+        library,
         prefix,
         storeOptions,
         requests: REQUESTS,
@@ -82,7 +91,9 @@ describe.runIf(ready)('fleet state from the first request', () => {
     expect(r.sent).toBeLessThanOrEqual(r.bound);
     expect(r.results.map((m) => m.statuses)).toEqual(Array(PROCESSES).fill([]));
   }, 120_000);
+});
 
+describe.runIf(ready).each(LIBRARIES)('a slow start, %s clients', (library) => {
   it('a start slower than the decision timeout (Redis answers after 1 s) still shares from the first request', async () => {
     const proxy: StallProxy = await stallProxy(server.port);
     try {
@@ -93,7 +104,8 @@ describe.runIf(ready)('fleet state from the first request', () => {
         .connected(PROCESSES)
         .then(() => new Promise((resolve) => setTimeout(resolve, 1_000)))
         .then(() => proxy.resume());
-      const r = await run(proxy.url, `staunch-start-test:${process.pid}:slow:`, { timeout: 250 });
+      const prefix = `staunch-start-test:${process.pid}:${library}:slow:`;
+      const r = await run(proxy.url, prefix, { timeout: 250 }, library);
       await resumed;
       expect(r.sent).toBe(PROCESSES * REQUESTS);
       expect(r.sent).toBeLessThanOrEqual(r.bound);

@@ -1,19 +1,26 @@
 /**
  * The fleet shares one state: real child processes (compiled JavaScript),
- * one real redis-server, one real HTTP upstream.
+ * one real redis-server, one real HTTP upstream; once with ioredis clients,
+ * once with node-redis clients (the members' and the test's own store).
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BreakerConfig, breakerAdmit, breakerRecord } from '../../src/policy/breaker-ops.js';
+import type { RedisLibrary } from '../../src/redis/connect.js';
 import { createRedisStore, type RedisStore } from '../../src/redis/store.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
+import { LIBRARIES, openClient, type TestClient } from './helpers/clients.js';
 import { compiledFleet, member } from './helpers/fleet.js';
 import { type RedisServer, requireRedis, startRedis } from './helpers/redis-server.js';
 
 const ready = requireRedis();
 
 let server: RedisServer;
+/** Inspects Redis (ioredis, whatever the library under test). */
 let client: Redis;
+/** The library under test: the members' clients and `store`'s. */
+let library: RedisLibrary;
+let own: TestClient | undefined;
 let store: RedisStore;
 let startFleet: Awaited<ReturnType<typeof compiledFleet>>['startFleet'];
 let dist: string;
@@ -24,8 +31,6 @@ beforeAll(async () => {
   ({ startFleet, dist } = await compiledFleet());
   server = await startRedis();
   client = new Redis(server.url);
-  prefix = `staunch-fleet-test:${process.pid}:`;
-  store = createRedisStore({ client, prefix, timeout: 5_000 });
 }, 180_000);
 
 afterAll(async () => {
@@ -33,6 +38,16 @@ afterAll(async () => {
   await client.quit();
   await server.stop();
 });
+
+/** Points the suite at `lib`: its own keys, its own client for `store`. */
+async function use(lib: RedisLibrary): Promise<void> {
+  own?.end();
+  library = lib;
+  prefix = `staunch-fleet-test:${process.pid}:${lib}:`;
+  own = openClient(lib, server.url);
+  await own.connected;
+  store = createRedisStore({ client: own.client, prefix, timeout: 5_000 });
+}
 
 /** Runs `processes` members of `name` against the shared store and returns their results. */
 async function fleet<T>(
@@ -45,7 +60,7 @@ async function fleet<T>(
     processes,
     module: member(name),
     store: kind === 'redis' ? server.url : 'local',
-    storeOptions: { prefix, timeout: 5_000, startupTimeout: 30_000 },
+    storeOptions: { prefix, timeout: 5_000, startupTimeout: 30_000, library },
     input: { dist, ...input } as never,
     timeout: 60_000,
   });
@@ -67,7 +82,10 @@ const breakerCfg: BreakerConfig = {
   probeInterval: 1_000,
 };
 
-describe.runIf(ready)('a fleet on one Redis', () => {
+describe.runIf(ready).each(LIBRARIES)('a fleet on one Redis, %s clients', (lib) => {
+  beforeAll(() => use(lib));
+  afterAll(() => own?.end());
+
   it('atomicity: 4 processes × 500 concurrent takes from a bucket of 1,000 → exactly 1,000 granted', async () => {
     type R = { granted: number; statuses: unknown[] };
     // 0.001 token/s: no refill worth a token during the run.
@@ -144,7 +162,7 @@ describe.runIf(ready)('a fleet on one Redis', () => {
         processes: 4,
         module: member('breaker'),
         store: server.url,
-        storeOptions: { prefix, timeout: 5_000, startupTimeout: 30_000 },
+        storeOptions: { prefix, timeout: 5_000, startupTimeout: 30_000, library },
         input: {
           dist,
           url: upstream.url,

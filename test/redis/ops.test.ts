@@ -18,6 +18,7 @@ import {
 import { createRedisStore, type RedisStore } from '../../src/redis/store.js';
 import { memoryStore } from '../../src/store/memory.js';
 import type { Json, StoreOperation, StoreStatus } from '../../src/store/store.js';
+import { LIBRARIES, openClient, type TestClient } from './helpers/clients.js';
 import { assertClose, inexact } from './helpers/close.js';
 import { type RedisServer, requireRedis, startRedis } from './helpers/redis-server.js';
 
@@ -26,12 +27,14 @@ const T0 = 1_767_225_600_000;
 
 let server: RedisServer;
 let client: Redis;
+/** The client under test (the describe's library); `client` (ioredis) inspects Redis. */
+let own: TestClient;
 let sequence = 0;
 
 /** A store whose scripts take the caller's time; it must stay shared (a fallback would hide them). */
 function callerTimeStore(): { store: RedisStore; statuses: StoreStatus[] } {
   const store = createRedisStore(
-    { client, prefix: `staunch-test:${process.pid}:`, timeout: 10_000 },
+    { client: own.client, prefix: `staunch-test:${process.pid}:`, timeout: 10_000 },
     { callerTime: true },
   );
   const statuses: StoreStatus[] = [];
@@ -419,95 +422,104 @@ function rateSteps(cfg: RateConfig): fc.Arbitrary<Step[]> {
   return fc.oneof(mixed, climb, judged);
 }
 
-describe.runIf(ready)('the Lua scripts agree with the JavaScript operations', () => {
-  it('breaker: admit and record', { timeout: 120_000 }, async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        breakerConfig.chain((cfg) => breakerSteps(cfg)),
-        (steps) => compare('breaker', steps),
-      ),
-      { numRuns: 300 },
-    );
-  });
-
-  it('budget: deposit and withdraw', { timeout: 120_000 }, async () => {
-    const args = fc.record({
-      ratio: fc.double({ min: 0, max: 1.5, noNaN: true }),
-      minPerSecond: fc.oneof(fc.constant(0), fc.double({ min: 0, max: 30, noNaN: true })),
-      memoryMs: fc.integer({ min: 500, max: 20_000 }),
+describe.runIf(ready).each(LIBRARIES)(
+  'the Lua scripts agree with the JavaScript operations, %s client',
+  (library) => {
+    beforeAll(async () => {
+      own = openClient(library, server.url);
+      await own.connected;
     });
-    await fc.assert(
-      fc.asyncProperty(
-        args.chain((a) => budgetSteps(a)),
-        (steps) => compare('budget', steps),
-      ),
-      { numRuns: 200 },
-    );
-  });
+    afterAll(() => own.end());
 
-  it('rate: acquire, refund and feedback, fixed and adaptive', { timeout: 180_000 }, async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        rateConfig.chain((cfg) => rateSteps(cfg)),
-        (steps) => compare('rate', steps),
-      ),
-      { numRuns: 400 },
-    );
-  });
+    it('breaker: admit and record', { timeout: 120_000 }, async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          breakerConfig.chain((cfg) => breakerSteps(cfg)),
+          (steps) => compare('breaker', steps),
+        ),
+        { numRuns: 300 },
+      );
+    });
 
-  it('states of another shape read as absent, as in JavaScript', async () => {
-    const cfg: BreakerConfig = {
-      failureRatio: 0.5,
-      minimumVolume: 2,
-      window: 1000,
-      breakDuration: 500,
-      maxBreakDuration: 4000,
-      probeInterval: 1000,
-      halfOpenProbes: 1,
-      consecutiveFailures: 0,
-    };
-    const rate = adaptive(60_000, 0.7);
-    const cases: [string, Call][] = [];
-    for (const raw of ['not json', '[1,2]', '"text"', '{}', '{"state":"ajar"}', '7']) {
-      cases.push([
-        raw,
-        { op: breakerRecord as never, args: { cfg, gen: 0, probe: null, outcome: 'failure' } },
-      ]);
-      cases.push([
-        raw,
-        { op: budgetWithdraw as never, args: { ratio: 0.1, minPerSecond: 2, memoryMs: 10_000 } },
-      ]);
-      cases.push([
-        raw,
-        {
-          op: rateFeedback as never,
-          args: {
-            cfg: rate,
-            signal: 'throttle',
-            pauseUntil: null,
-            measured: 10,
-            accepted: 8,
-            fraction: 0.2,
-            sentAt: null,
+    it('budget: deposit and withdraw', { timeout: 120_000 }, async () => {
+      const args = fc.record({
+        ratio: fc.double({ min: 0, max: 1.5, noNaN: true }),
+        minPerSecond: fc.oneof(fc.constant(0), fc.double({ min: 0, max: 30, noNaN: true })),
+        memoryMs: fc.integer({ min: 500, max: 20_000 }),
+      });
+      await fc.assert(
+        fc.asyncProperty(
+          args.chain((a) => budgetSteps(a)),
+          (steps) => compare('budget', steps),
+        ),
+        { numRuns: 200 },
+      );
+    });
+
+    it('rate: acquire, refund and feedback, fixed and adaptive', { timeout: 180_000 }, async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          rateConfig.chain((cfg) => rateSteps(cfg)),
+          (steps) => compare('rate', steps),
+        ),
+        { numRuns: 400 },
+      );
+    });
+
+    it('states of another shape read as absent, as in JavaScript', async () => {
+      const cfg: BreakerConfig = {
+        failureRatio: 0.5,
+        minimumVolume: 2,
+        window: 1000,
+        breakDuration: 500,
+        maxBreakDuration: 4000,
+        probeInterval: 1000,
+        halfOpenProbes: 1,
+        consecutiveFailures: 0,
+      };
+      const rate = adaptive(60_000, 0.7);
+      const cases: [string, Call][] = [];
+      for (const raw of ['not json', '[1,2]', '"text"', '{}', '{"state":"ajar"}', '7']) {
+        cases.push([
+          raw,
+          { op: breakerRecord as never, args: { cfg, gen: 0, probe: null, outcome: 'failure' } },
+        ]);
+        cases.push([
+          raw,
+          { op: budgetWithdraw as never, args: { ratio: 0.1, minPerSecond: 2, memoryMs: 10_000 } },
+        ]);
+        cases.push([
+          raw,
+          {
+            op: rateFeedback as never,
+            args: {
+              cfg: rate,
+              signal: 'throttle',
+              pauseUntil: null,
+              measured: 10,
+              accepted: 8,
+              fraction: 0.2,
+              sentAt: null,
+            },
           },
-        },
-      ]);
-    }
-    const { store, statuses } = callerTimeStore();
-    for (const [raw, { op, args }] of cases) {
-      const key = `shape:${sequence++}`;
-      await client.set(store.redisKey(key), raw, 'PX', 60_000);
-      let parsed: Json | undefined;
-      try {
-        parsed = JSON.parse(raw) as Json;
-      } catch {
-        parsed = undefined;
+        ]);
       }
-      // Unparseable text is a state of another shape: JavaScript sees some object it cannot read.
-      const expected = op.apply(parsed === undefined ? { garbage: true } : parsed, args, T0);
-      const actual = await store.run(key, op, args, T0);
-      assertClose(actual, expected.result, `${op.name} on ${raw}`);
-      expect(statuses).toEqual([]);
-    }
-  });
-});
+      const { store, statuses } = callerTimeStore();
+      for (const [raw, { op, args }] of cases) {
+        const key = `shape:${sequence++}`;
+        await client.set(store.redisKey(key), raw, 'PX', 60_000);
+        let parsed: Json | undefined;
+        try {
+          parsed = JSON.parse(raw) as Json;
+        } catch {
+          parsed = undefined;
+        }
+        // Unparseable text is a state of another shape: JavaScript sees some object it cannot read.
+        const expected = op.apply(parsed === undefined ? { garbage: true } : parsed, args, T0);
+        const actual = await store.run(key, op, args, T0);
+        assertClose(actual, expected.result, `${op.name} on ${raw}`);
+        expect(statuses).toEqual([]);
+      }
+    });
+  },
+);

@@ -5,8 +5,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFetch, type StoreStatusEvent } from '../../src/index.js';
-import { connectRedisStore, type RedisConnection } from '../../src/redis/connect.js';
+import {
+  connectRedisStore,
+  type RedisConnection,
+  type RedisLibrary,
+} from '../../src/redis/connect.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
+import { LIBRARIES } from './helpers/clients.js';
 import { type RedisServer, requireRedis, startRedis } from './helpers/redis-server.js';
 
 const ready = requireRedis(true);
@@ -32,18 +37,24 @@ afterAll(async () => {
 
 interface Member {
   name: string;
-  connection: RedisConnection;
+  connection: RedisConnection<unknown>;
   fetch: (url: string) => Promise<string>;
   events: string[];
   errors: string[];
 }
 
 // Only the outage may degrade the store, not a slow reply on a loaded test machine.
-async function member(name: string, timeout = 1_000, run = 'kill'): Promise<Member> {
+async function member(
+  library: RedisLibrary,
+  name: string,
+  timeout = 1_000,
+  run = 'kill',
+): Promise<Member> {
   const connection = await connectRedisStore(server.url, {
-    prefix: `staunch-outage-test:${process.pid}:${run}:`,
+    prefix: `staunch-outage-test:${process.pid}:${library}:${run}:`,
     probeInterval: 100,
     timeout,
+    library,
   });
   const events: string[] = [];
   const errors: string[] = [];
@@ -78,10 +89,10 @@ async function member(name: string, timeout = 1_000, run = 'kill'): Promise<Memb
 /** Lets the breaker's after-response record reach the store. */
 const settle = () => new Promise((resolve) => setTimeout(resolve, 100));
 
-describe.runIf(ready)('Redis killed mid-run', () => {
+describe.runIf(ready).each(LIBRARIES)('Redis killed mid-run, %s client', (library) => {
   it('requests go on, events are emitted, and state is shared again after Redis returns', async () => {
-    const a = await member('A');
-    const b = await member('B');
+    const a = await member(library, 'A');
+    const b = await member(library, 'B');
     try {
       const url = (tag: string, i: number) => `${upstream.url}/${tag}/${i}`;
       for (let i = 0; i < 5; i++) {
@@ -138,9 +149,9 @@ describe.runIf(ready)('Redis killed mid-run', () => {
   }, 60_000);
 });
 
-describe.runIf(ready)('Redis frozen mid-run (SIGSTOP)', () => {
+describe.runIf(ready).each(LIBRARIES)('Redis frozen mid-run (SIGSTOP), %s client', (library) => {
   it('requests go on, the key degrades once a decision waited 3 × timeout, once, and recovers after SIGCONT', async () => {
-    const a = await member('A', 200, 'freeze');
+    const a = await member(library, 'A', 200, 'freeze');
     try {
       const url = (tag: string, i: number) => `${upstream.url}/${tag}/${i}`;
       for (let i = 0; i < 3; i++) expect(await a.fetch(url('warm', i))).toBe('200');

@@ -10,10 +10,13 @@ import { SCRIPTS } from '../../src/redis/scripts.js';
 import { createRedisStore, redisStore } from '../../src/redis/store.js';
 import type { StoreStatus } from '../../src/store/store.js';
 import { closedPort } from '../helpers/server.js';
+import { LIBRARIES, openClient, type TestClient } from './helpers/clients.js';
 import { stallProxy } from './helpers/proxy.js';
 import { type RedisServer, requireRedis, startRedis } from './helpers/redis-server.js';
 
 const ready = requireRedis();
+/** What each library says of a connection whose handshake Redis never answers. */
+const STILL_CONNECTING = { ioredis: 'connect', 'node-redis': 'open' } as const;
 const budgetArgs = { ratio: 0.1, minPerSecond: 10, memoryMs: 10_000 };
 const fixed = {
   rps: 10,
@@ -28,13 +31,13 @@ const fixed = {
 
 let server: RedisServer;
 let client: Redis;
-let prefix: string;
+let basePrefix: string;
 
 beforeAll(async () => {
   if (!ready) return;
   server = await startRedis();
   client = new Redis(server.url);
-  prefix = `staunch-store-test:${process.pid}:`;
+  basePrefix = `staunch-store-test:${process.pid}:`;
 });
 
 afterAll(async () => {
@@ -55,6 +58,11 @@ describe('redisStore options', () => {
     expect(() => redisStore({ client: {} as never })).toThrow(
       /redisStore\.client must be an ioredis client/,
     );
+    // A node-redis look-alike missing `isReady` is neither library's client.
+    const half = { evalSha: async () => '', eval: async () => '', ping: async () => 'PONG' };
+    expect(() => redisStore({ client: half as never })).toThrow(
+      /or a node-redis client \(createClient or createCluster\), got an object/,
+    );
     const c = { evalsha: async () => '', eval: async () => '', ping: async () => 'PONG' };
     expect(() => redisStore({ client: c, prefix: 'a{b}:' })).toThrow(RangeError);
     expect(() => redisStore({ client: c, prefix: 7 as never })).toThrow(
@@ -71,6 +79,12 @@ describe('redisStore options', () => {
     expect(() => redisStore({ client: c, retries: 3 } as never)).toThrow(
       /retries is not an option/,
     );
+  });
+
+  it('connectRedisStore names a library it does not know, before connecting', async () => {
+    await expect(
+      connectRedisStore('redis://127.0.0.1:1', { library: 'redis' as never }),
+    ).rejects.toThrow(/connectRedisStore\.library must be 'ioredis' or 'node-redis', got "redis"/);
   });
 
   it('has one script per store operation, and refuses an operation it has no script for', () => {
@@ -103,10 +117,23 @@ describe('redisStore options', () => {
   });
 });
 
-describe.runIf(ready)('redisStore on a real Redis', () => {
+describe.runIf(ready).each(LIBRARIES)('redisStore on a real Redis, %s client', (library) => {
+  /** The client under test; `client` (ioredis) inspects Redis. */
+  let own: TestClient;
+  /** Each library's run on keys of its own. */
+  let prefix: string;
+  beforeAll(async () => {
+    prefix = `${basePrefix}${library}:`;
+    own = openClient(library, server.url);
+    await own.connected;
+  });
+  afterAll(() => own.end());
+  /** A client of this library through `proxy`, connecting. */
+  const via = (proxy: { url: string }): TestClient => openClient(library, proxy.url);
+
   it('keeps each key under its hash tag with an expiry, on Redis time, whatever the caller says', async () => {
     // Generous timeouts here: a loaded test machine must not send these decisions to the fallback.
-    const store = redisStore({ client, prefix, timeout: 5_000 });
+    const store = redisStore({ client: own.client, prefix, timeout: 5_000 });
     const key = 'budget:https://api.example.com';
     const balance = await store.run(key, budgetDeposit, budgetArgs, 0);
     expect(balance).toBeCloseTo(10.1, 10);
@@ -142,7 +169,7 @@ describe.runIf(ready)('redisStore on a real Redis', () => {
   });
 
   it('loads each script once, calls it by SHA, and reloads it after SCRIPT FLUSH', async () => {
-    const store = redisStore({ client, prefix, timeout: 5_000 });
+    const store = redisStore({ client: own.client, prefix, timeout: 5_000 });
     const statuses: StoreStatus[] = [];
     store.onStatus((s) => statuses.push(s));
     const acquire = SCRIPTS.get('staunch.rate.acquire')!;
@@ -165,10 +192,10 @@ describe.runIf(ready)('redisStore on a real Redis', () => {
 
   it('the first use of a script is its load, not a slow reply: concurrent first uses wait and send the source once', async () => {
     const proxy = await stallProxy(server.port);
-    const viaProxy = new Redis(proxy.url);
+    const viaProxy = via(proxy);
     try {
-      await viaProxy.ping();
-      const store = redisStore({ client: viaProxy, prefix, timeout: 50 });
+      await viaProxy.connected;
+      const store = redisStore({ client: viaProxy.client, prefix, timeout: 50 });
       const statuses: StoreStatus[] = [];
       store.onStatus((s) => statuses.push(s));
       await client.script('FLUSH');
@@ -191,17 +218,19 @@ describe.runIf(ready)('redisStore on a real Redis', () => {
       expect(await commandCalls('eval')).toBe(1);
       expect(await commandCalls('evalsha')).toBe(19);
     } finally {
-      viaProxy.disconnect();
+      viaProxy.end();
       await proxy.close();
     }
   });
 
   it('a slow Redis: a late answer is used, one slow spell is one strike, three in a row send the key local', async () => {
     const proxy = await stallProxy(server.port);
-    const viaProxy = new Redis(proxy.url);
+    const viaProxy = via(proxy);
     try {
+      await viaProxy.connected;
       // A reply later than 200 ms is a strike; a decision waits for it up to 600 ms.
-      const store = redisStore({ client: viaProxy, prefix, timeout: 200, probeInterval: 100 });
+      const { client: proxied } = viaProxy;
+      const store = redisStore({ client: proxied, prefix, timeout: 200, probeInterval: 100 });
       const statuses: StoreStatus[] = [];
       store.onStatus((s) => statuses.push(s));
       const args = { cfg: { ...fixed, rps: 0.001, burst: 2 }, maxWait: 0, epoch: null };
@@ -254,16 +283,18 @@ describe.runIf(ready)('redisStore on a real Redis', () => {
       expect(await take('rate:stall')).toMatchObject({ ok: false });
       expect(store.status).toBe('shared');
     } finally {
-      viaProxy.disconnect();
+      viaProxy.end();
       await proxy.close();
     }
   });
 
   it('a frozen Redis: a decision unanswered for 3 × timeout sends its key local at once', async () => {
     const proxy = await stallProxy(server.port);
-    const viaProxy = new Redis(proxy.url);
+    const viaProxy = via(proxy);
     try {
-      const store = redisStore({ client: viaProxy, prefix, timeout: 100, probeInterval: 100 });
+      await viaProxy.connected;
+      const { client: proxied } = viaProxy;
+      const store = redisStore({ client: proxied, prefix, timeout: 100, probeInterval: 100 });
       const statuses: StoreStatus[] = [];
       store.onStatus((s) => statuses.push(s));
       const args = { cfg: fixed, maxWait: 0, epoch: null };
@@ -273,7 +304,7 @@ describe.runIf(ready)('redisStore on a real Redis', () => {
       expect(statuses).toEqual([{ status: 'degraded', error: 'redis: no answer within 300 ms' }]);
       expect(store.run('rate:frozen', rateAcquire, args, Date.now())).not.toBeInstanceOf(Promise);
     } finally {
-      viaProxy.disconnect();
+      viaProxy.end();
       await proxy.close();
     }
   });
@@ -282,9 +313,14 @@ describe.runIf(ready)('redisStore on a real Redis', () => {
     const proxy = await stallProxy(server.port);
     proxy.stall();
     // Connected (TCP), but the ready check is never answered: ioredis stays in `connect`.
-    const viaProxy = new Redis(proxy.url);
+    const viaProxy = via(proxy);
     try {
-      const store = redisStore({ client: viaProxy, prefix, timeout: 50, startupTimeout: 400 });
+      const store = redisStore({
+        client: viaProxy.client,
+        prefix,
+        timeout: 50,
+        startupTimeout: 400,
+      });
       const statuses: StoreStatus[] = [];
       store.onStatus((s) => statuses.push(s));
       const args = { cfg: fixed, maxWait: 0, epoch: null };
@@ -292,20 +328,20 @@ describe.runIf(ready)('redisStore on a real Redis', () => {
         Array.from({ length: 3 }, () => store.run('rate:start', rateAcquire, args, Date.now())),
       );
       expect(first.map((r) => r.ok)).toEqual([true, true, false]);
-      expect(viaProxy.status).toBe('connect');
+      expect(viaProxy.state()).toBe(STILL_CONNECTING[library]);
       expect(statuses).toEqual([
         { status: 'degraded', error: 'redis: no answer within the start-up timeout of 400 ms' },
       ]);
       // Every key, not only the one that waited.
       expect(store.run('budget:start', budgetDeposit, budgetArgs, 1_000)).toBeCloseTo(10.1, 10);
     } finally {
-      viaProxy.disconnect();
+      viaProxy.end();
       await proxy.close();
     }
   });
 
   it('connectRedisStore: connects from a URL, and never shows its password', async () => {
-    const connection = await connectRedisStore(server.url, { prefix, timeout: 5_000 });
+    const connection = await connectRedisStore(server.url, { prefix, timeout: 5_000, library });
     try {
       expect(await connection.store.run('budget:url', budgetDeposit, budgetArgs, 0)).toBeCloseTo(
         10.1,
@@ -316,11 +352,13 @@ describe.runIf(ready)('redisStore on a real Redis', () => {
     }
     const port = await closedPort();
     const url = `redis://admin:hunter2secret@127.0.0.1:${port}`;
-    const failure = await connectRedisStore(url, { connectTimeout: 500 }).catch((e: Error) => e);
+    const failure = await connectRedisStore(url, { connectTimeout: 500, library }).catch(
+      (e: Error) => e,
+    );
     expect(failure).toBeInstanceOf(Error);
     expect(String((failure as Error).message)).toContain(`redis://***@127.0.0.1:${port}`);
     expect(String((failure as Error).message)).not.toContain('hunter2secret');
-    await expect(connectRedisStore('http://x')).rejects.toThrow(TypeError);
+    await expect(connectRedisStore('http://x', { library })).rejects.toThrow(TypeError);
   });
 });
 
