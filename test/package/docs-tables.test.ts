@@ -1,9 +1,10 @@
 /**
- * docs/fetch.md's options and events tables against the types they document,
- * read with the TypeScript compiler: every option of `createFetch` (and every
- * field of each `…Options` object it takes) has a row, every listener of
- * `on` has a row, and that row names every field of its event. A new option
- * or event that is not documented fails here, not in a user's editor.
+ * The reference pages against the types they document, read with the
+ * TypeScript compiler. docs/fetch.md: every option of `createFetch` (and
+ * every field of each `…Options` object it takes) has a row, every listener
+ * of `on` has a row, and that row names every field of its event. The other
+ * entries' pages name every option of their options types in code. A new
+ * option or event that is not documented fails here, not in a user's editor.
  */
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -13,16 +14,34 @@ import { describe, expect, test } from 'vitest';
 const root = resolve(import.meta.dirname, '../..');
 const page = readFileSync(join(root, 'docs/fetch.md'), 'utf8');
 
-const program = ts.createProgram([join(root, 'src/fetch.ts')], {
-  strict: true,
-  exactOptionalPropertyTypes: true,
-  module: ts.ModuleKind.NodeNext,
-  moduleResolution: ts.ModuleResolutionKind.NodeNext,
-  target: ts.ScriptTarget.ES2022,
-  types: [],
-  lib: ['lib.es2023.d.ts', 'lib.dom.d.ts'],
-  noEmit: true,
-});
+/** Other entries' options types, and the page that documents them. */
+const ENTRY_OPTIONS: readonly (readonly [file: string, type: string, page: string])[] = [
+  ['redis/store.ts', 'RedisStoreOptions', 'docs/fleet.md'],
+  ['redis/connect.ts', 'ConnectRedisStoreOptions', 'docs/fleet.md'],
+  ['otel/instrument.ts', 'InstrumentOptions', 'docs/otel.md'],
+  ['llm/llm.ts', 'LlmOptions', 'docs/llm.md'],
+  ['sse/read.ts', 'ReadEventsOptions', 'docs/sse.md'],
+  ['sse/first-event.ts', 'FirstEventOptions', 'docs/sse.md'],
+  ['sse/resume.ts', 'ResumableEventsOptions', 'docs/sse.md'],
+  ['sse/relay.ts', 'ToEventStreamOptions', 'docs/sse.md'],
+  ['sse/node.ts', 'PipeEventsOptions', 'docs/sse.md'],
+  ['store/memory.ts', 'MemoryStoreOptions', 'docs/store.md'],
+];
+
+const files = ['fetch.ts', ...ENTRY_OPTIONS.map(([file]) => file)];
+const program = ts.createProgram(
+  files.map((file) => join(root, 'src', file)),
+  {
+    strict: true,
+    exactOptionalPropertyTypes: true,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    target: ts.ScriptTarget.ES2022,
+    types: ['node'],
+    lib: ['lib.es2023.d.ts', 'lib.dom.d.ts'],
+    noEmit: true,
+  },
+);
 const checker = program.getTypeChecker();
 
 /** The declared type of an exported interface of a src/ file. */
@@ -111,5 +130,23 @@ describe('docs/fetch.md', () => {
     expect(gaps, 'listeners or event fields the table leaves out').toEqual([]);
     const unknown = [...rows.keys()].filter((name) => !listeners.some((l) => l.name === name));
     expect(unknown, 'rows that name no listener').toEqual([]);
+  });
+});
+
+/** The text of a page's code: fenced blocks and inline code spans. */
+function codeOf(markdown: string): string {
+  const fenced = [...markdown.matchAll(/^```[^\n]*\n([\s\S]*?)^```/gm)].map((m) => m[1]);
+  const inline = [...markdown.replace(/^```[\s\S]*?^```/gm, '').matchAll(/`([^`\n]+)`/g)].map(
+    (m) => m[1],
+  );
+  return [...fenced, ...inline].join('\n');
+}
+
+describe.each(ENTRY_OPTIONS)('src/%s %s', (file, type, path) => {
+  test(`every option is named in ${path}`, () => {
+    const code = codeOf(readFileSync(join(root, path), 'utf8'));
+    const names = checker.getPropertiesOfType(exported(file, type)).map((p) => p.name);
+    expect(names.length).toBeGreaterThan(0);
+    expect(names.filter((name) => !new RegExp(`\\b${name}\\b`).test(code))).toEqual([]);
   });
 });
