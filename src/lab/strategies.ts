@@ -9,7 +9,7 @@
  *   (the executor would otherwise let the server's hint replace it).
  * - `<loop>+ra`: the same loop honouring `Retry-After` (and the other
  *   pacing headers) as the executor does: a plain loop too, policies off.
- * - `staunch`: the library's defaults: full-jitter backoff, retry budget,
+ * - `staunch`: the library's defaults: decorrelated-jitter backoff, retry budget,
  *   circuit breaker and the adaptive rate limiter, honouring pacing.
  *
  * Every strategy gets the scenario's attempt cap and deadline.
@@ -58,7 +58,8 @@ export function strategyConfig(name: StrategyName): StrategyConfig {
   if (name === 'staunch') {
     return {
       name,
-      description: 'defaults: full jitter, retry budget, circuit breaker, adaptive rate limiter',
+      description:
+        'defaults: decorrelated jitter, retry budget, circuit breaker, adaptive rate limiter',
       backoff: undefined,
       policies: Object.freeze({}),
       pacing: true,

@@ -10,6 +10,8 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, test } from 'vitest';
+import { strategyConfig } from '../../src/lab/strategies.js';
+import { DEFAULT_RETRY } from '../../src/options.js';
 
 const root = resolve(import.meta.dirname, '../..');
 const page = readFileSync(join(root, 'docs/fetch.md'), 'utf8');
@@ -149,4 +151,14 @@ describe.each(ENTRY_OPTIONS)('src/%s %s', (file, type, path) => {
     expect(names.length).toBeGreaterThan(0);
     expect(names.filter((name) => !new RegExp(`\\b${name}\\b`).test(code))).toEqual([]);
   });
+});
+
+test('the default backoff is described as the one that runs: decorrelated jitter', () => {
+  // With random() = 0, decorrelated jitter gives its floor, `base` (250 ms), whatever the
+  // attempt; full jitter would give 0, no jitter 250 × 2ⁿ, equal jitter half of that.
+  const zero = () => 0;
+  expect([1, 2, 3].map((n) => DEFAULT_RETRY.backoff(n, 1_000, zero))).toEqual([250, 250, 250]);
+  const row = table('## Options').get('retry.backoff');
+  expect(row).toContain("jitter: 'decorrelated'");
+  expect(strategyConfig('staunch').description).toContain('decorrelated jitter');
 });
