@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 /**
  * createFetch success-path overhead: requests/s of a fetch wrapped by
  * `createFetch` (defaults) against the bare fetch it wraps, on a keep-alive
- * loopback server that runs in a separate process (bench/server.mjs).
+ * loopback server that runs in a separate process (bench/lib/server.mjs).
  *
  *   npm run build && node bench/fetch-overhead.mjs [--help]
  *
@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
  * sides. The ratio wrapped/bare is taken within each round, then the median
  * over the rounds. See docs/benchmarks.md.
  */
-import { startServer } from './child-server.mjs';
+import { startServer } from './lib/child-server.mjs';
 
 const GOAL = 0.97;
 

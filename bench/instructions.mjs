@@ -6,7 +6,7 @@
  *
  *   npm run build && node bench/instructions.mjs [--help]
  *
- * Each variant runs bench/profile-variant.mjs under callgrind twice, for
+ * Each variant runs bench/tools/profile-variant.mjs under callgrind twice, for
  * `--short` and for `--long` measured requests after the same warm-up, and
  * the difference of the two totals divided by the difference of the counts
  * is the variant's steady-state cost: start-up, import, JIT warm-up and
@@ -14,7 +14,7 @@
  * child that valgrind does not follow), every thread of it: V8's compiler
  * and GC threads do the client's work too.
  *
- * V8's compilers are counted apart (bench/callgrind.mjs) and left out of the
+ * V8's compilers are counted apart (bench/lib/callgrind.mjs) and left out of the
  * main figure: a process that has run for a while compiles nothing, and when
  * V8 compiles within a short window is its choice, which moves the window's
  * count by thousands of instructions a request.
@@ -31,7 +31,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { readCallgrind } from './callgrind.mjs';
+import { readCallgrind } from './lib/callgrind.mjs';
 
 const HELP = `Usage: npm run build && node bench/instructions.mjs [options]
 
@@ -62,7 +62,7 @@ Options:
                       counts, a GC schedule that does not follow the clock)
   --keep <dir>        keep the callgrind files there (VARIANT.REQUESTS.REPEAT.out),
                       for callgrind_annotate; --dump-instr=yes then, so that
-                      bench/callgrind-js.mjs can name the JIT's code
+                      bench/tools/callgrind-js.mjs can name the JIT's code
   --json              print the results as JSON
   -h, --help          this help
 
@@ -124,7 +124,7 @@ if (!variants.includes(baseline)) {
 // The same warm-up for both lengths: profile-variant.mjs takes it as a fourth argument.
 const warmup = positiveInteger('warmup');
 
-const script = fileURLToPath(new URL('./profile-variant.mjs', import.meta.url));
+const script = fileURLToPath(new URL('./tools/profile-variant.mjs', import.meta.url));
 const dir = opts.keep ?? mkdtempSync(join(tmpdir(), 'staunch-callgrind-'));
 if (opts.keep !== undefined) mkdirSync(dir, { recursive: true });
 

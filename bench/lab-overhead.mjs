@@ -2,7 +2,7 @@
 /**
  * Success-path overhead of staunch and of the peers the lab compares it with:
  * requests/s of each client, with its retry settings on, as a ratio to bare
- * `undici.request` on the same keep-alive loopback server (bench/server.mjs,
+ * `undici.request` on the same keep-alive loopback server (bench/lib/server.mjs,
  * a child process). Rounds are interleaved (every variant once per round, the
  * order rotating) so the machine's drift falls on all; the ratio is taken
  * within each round, then the median over rounds.
@@ -45,7 +45,7 @@ const hardStop = setTimeout(() => {
 }, 600_000);
 hardStop.unref();
 
-const server = fork(fileURLToPath(new URL('./server.mjs', import.meta.url)), ['600', '64']);
+const server = fork(fileURLToPath(new URL('./lib/server.mjs', import.meta.url)), ['600', '64']);
 const port = await new Promise((resolve) =>
   server.on('message', (m) => m?.type === 'listening' && resolve(m.port)),
 );

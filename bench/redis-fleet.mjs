@@ -23,7 +23,7 @@ import { createServer } from 'node:http';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { startRedis } from './redis-server.mjs';
+import { startRedis } from './lib/redis-server.mjs';
 
 const HELP = `Usage: npm run build && node bench/redis-fleet.mjs quota|start [options]
 

@@ -19,7 +19,7 @@ import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { startRedis } from './redis-server.mjs';
+import { startRedis } from './lib/redis-server.mjs';
 
 const HELP = `Usage: npm run build && node bench/redis-latency.mjs [options]
 
@@ -73,7 +73,9 @@ const hardStop = setTimeout(() => {
 hardStop.unref();
 
 function startHttp() {
-  const child = fork(new URL('./server.mjs', import.meta.url), ['600', '64'], { stdio: 'inherit' });
+  const child = fork(new URL('./lib/server.mjs', import.meta.url), ['600', '64'], {
+    stdio: 'inherit',
+  });
   return new Promise((resolveStart) => {
     child.once('message', (m) => resolveStart({ url: `http://127.0.0.1:${m.port}`, child }));
   });

@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 /**
  * staunch/undici success-path overhead, every variant in its own process
- * (bench/variant-child.mjs, variants in bench/undici-variants.mjs), against a
- * keep-alive loopback server in another (bench/server.mjs), interleaved
- * rounds (bench/rounds.mjs).
+ * (bench/lib/variant-child.mjs, variants in bench/undici-variants.mjs), against a
+ * keep-alive loopback server in another (bench/lib/server.mjs), interleaved
+ * rounds (bench/lib/rounds.mjs).
  *
  *   npm run build && node bench/undici-overhead.mjs [--help]
  *
@@ -46,7 +46,7 @@
  * first global fetch puts npm undici's Agent under the global fetch.
  */
 import { parseArgs } from 'node:util';
-import { printTable, runRounds } from './rounds.mjs';
+import { printTable, runRounds } from './lib/rounds.mjs';
 import { FETCH_VARIANTS, REQUEST_VARIANTS } from './undici-variants.mjs';
 
 const HELP = `Usage: npm run build && node bench/undici-overhead.mjs [options]
@@ -57,7 +57,7 @@ Options:
   --warmup <n>        warm-up rounds, discarded              (default 2)
   --concurrency <n>   requests in flight                     (default 32)
   --processes <n>     processes per variant, pooled in each round (default 1;
-                      see bench/rounds.mjs: one process can run 10–30 % off another)
+                      see bench/lib/rounds.mjs: one process can run 10–30 % off another)
   --body-bytes <n>    response body size                     (default 64)
   --skip <ms>         also measure each slot without its first <ms>, as
                       twin variants named <variant>.late (default 0: none)

@@ -46,7 +46,7 @@ export interface ClientOptions extends PolicyOptions {
    * Refines the retry table for responses of 400 or more: who may retry one
    * (`any`, `replayable`, `never`) and a `kind` said on the events. Called
    * with the table's verdict; a hook that throws changes nothing.
-   * @default none (the table of DESIGN.md)
+   * @default none (the built-in retry table)
    */
   classify?: StatusClassifier;
   /**

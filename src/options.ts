@@ -17,7 +17,7 @@ export interface RetryOptions {
   methods?: readonly string[];
   /** Statuses worth retrying, each from 400 to 599. @default [408, 429, 500, 502, 503, 504, 529] */
   statuses?: readonly number[];
-  /** Delay before each retry when the server gives no hint. @default exponentialBackoff({ base: 250, cap: 20_000, jitter: 'full' }) */
+  /** Delay before each retry when the server gives no hint. @default exponentialBackoff({ base: 250, cap: 20_000, jitter: 'decorrelated' }) */
   backoff?: Backoff;
   /** A server asking to wait longer than this (ms) ends the retrying at once. @default 60_000 */
   maxRetryAfter?: number;

@@ -16,7 +16,7 @@ export function createClient({ apiKey, baseURL, on = {}, ...options } = {}) {
   return new Anthropic({ apiKey, baseURL, fetch, maxRetries: 0 });
 }
 
-export async function ask(client, question, model = 'claude-sonnet-4-5') {
+export async function ask(client, question, model = 'claude-sonnet-5-5') {
   const message = await client.messages.create({
     model,
     max_tokens: 256,
@@ -25,7 +25,7 @@ export async function ask(client, question, model = 'claude-sonnet-4-5') {
   return message.content.map((block) => (block.type === 'text' ? block.text : '')).join('');
 }
 
-export async function askStreaming(client, question, model = 'claude-sonnet-4-5') {
+export async function askStreaming(client, question, model = 'claude-sonnet-5-5') {
   const stream = client.messages.stream({
     model,
     max_tokens: 256,

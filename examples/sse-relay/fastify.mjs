@@ -47,7 +47,7 @@ export function createApp({
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const upstream = await startUpstream();
+  const upstream = await startUpstream({ log: console.log });
   const app = createApp({ upstream: upstream.url, onRelayEnd: (r) => console.log('relay', r) });
   const url = await app.listen({ port: Number(process.env.PORT ?? 3000), host: '127.0.0.1' });
   console.log(`relay on ${url}/chat (upstream ${upstream.url}); Ctrl-C to stop`);

@@ -52,7 +52,7 @@ export function listen(app, port = 0) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const upstream = await startUpstream();
+  const upstream = await startUpstream({ log: console.log });
   const { url } = await listen(
     createApp({ upstream: upstream.url }),
     Number(process.env.PORT ?? 3000),

@@ -53,7 +53,7 @@ export interface BreakerOptions {
    * While requests wait on an open circuit, a probe goes this often (ms): the
    * break neither grows nor outlasts this then, so a waiting caller sees the
    * recovery within about this long.
-   * @default 1_000
+   * @default 250
    */
   probeInterval?: number | undefined;
   /**

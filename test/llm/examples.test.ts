@@ -115,6 +115,23 @@ describe('examples/llm/anthropic.mjs', () => {
     expect(server.retryCounts).toEqual(['0', '1']);
   });
 
+  test('ask: the default model is one the installed SDK does not call deprecated', async () => {
+    // The SDK warns (console.warn) when a request names a model past or near its end of
+    // life; the example is what users copy, so its default must not draw that warning.
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    try {
+      const server = open.add(await provider([json(200, message)]));
+      const client = anthropic.createClient({ apiKey: SECRET, baseURL: server.url, ...noWait });
+      expect(await anthropic.ask(client, 'hello')).toBe('hi');
+      const sent = JSON.parse(String(server.received[0]?.body ?? '{}')) as { model?: string };
+      expect(sent.model).toMatch(/^claude-/);
+      const warnings = warn.mock.calls.map((args) => String(args[0]));
+      expect(warnings.filter((w) => /deprecated/i.test(w))).toEqual([]);
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
   test('askStreaming: an overloaded first event retried', async () => {
     const events = [
       {

@@ -84,13 +84,30 @@ describe.each([
     expect(upstream.stats.requests).toBe(2);
   });
 
-  it('a client that leaves makes the upstream see its socket close', async () => {
+  it('a client that leaves makes the upstream see its socket close, and say so', async () => {
     // 1000 tokens an hour apart: the upstream is silent after message_start.
-    const upstream = await up({ tokens: 1000, interval: 3_600_000, overloadFirst: false });
+    const lines: string[] = [];
+    const upstream = await up({
+      tokens: 1000,
+      interval: 3_600_000,
+      overloadFirst: false,
+      log: (line) => lines.push(line),
+    });
     const relay = await start(upstream);
     const first = await chat(relay.url, 1);
     expect(first.length).toBeGreaterThan(0);
     await until(() => upstream.stats.requests === 1 && upstream.stats.closed === 1);
     expect(upstream.stats.open).toBe(0);
+    expect(lines).toEqual([
+      'upstream: request 1 closed after 0 of 1000 tokens: the client left, and the relay aborted it',
+    ]);
+  });
+
+  it('a stream read to its end is not reported as closed early', async () => {
+    const lines: string[] = [];
+    const upstream = await up({ tokens: 2, interval: 1, log: (line) => lines.push(line) });
+    const relay = await start(upstream);
+    expect(await chat(relay.url)).toContain('event: message_stop\n');
+    expect(lines).toEqual([]);
   });
 });
