@@ -103,7 +103,7 @@ describe('the retry table, through the executor', () => {
     });
   }
 
-  test('a retryable status after the last attempt is handed back, body intact', async () => {
+  test('a retryable status after the last attempt is handed back, the earlier ones discarded', async () => {
     const exchange = new ScriptedExchange([503, 503, 503]);
     const h = harness();
     const response = await h.executor.run(logical(), exchange);
