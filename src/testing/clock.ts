@@ -10,6 +10,8 @@ import { turn, VirtualClock } from './virtual-clock.js';
 /** 2026-01-01T00:00:00Z: a fixed start, so `Date`s in a test's output do not drift. */
 const START = 1_767_225_600_000;
 
+const BOUND = ['now', 'sleep', 'timer', 'advance', 'runNext', 'remaining', 'autoAdvance'] as const;
+
 /**
  * A `Clock` for `createFetch({ clock })` whose time moves only when the test
  * says so: `advance(ms)`, `runNext()`, or `autoAdvance()`.
@@ -21,6 +23,8 @@ export class TestClock extends VirtualClock {
   /** @param start the clock's first instant, epoch ms. @default 1767225600000 (2026-01-01) */
   constructor(start: number = START) {
     super(checkNumber('testClock start', start, { min: 0 }), 1);
+    // Bound, so that a test may hand `clock.now` or `clock.sleep` on as a plain function.
+    for (const name of BOUND) Object.defineProperty(this, name, { value: this[name].bind(this) });
   }
 
   override sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -124,14 +124,20 @@ export function faultFetch(options: FaultFetchOptions = {}): FaultFetch {
 
   const answer = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const index = calls++;
-    const streaming = init?.body instanceof ReadableStream;
-    // A stream body needs `duplex: 'half'`, which the DOM's RequestInit type lacks.
-    const request = new Request(
-      input,
-      streaming ? ({ ...init, duplex: 'half' } as RequestInit) : init,
-    );
-    const bytes = new Uint8Array(await request.arrayBuffer());
     const plan = next();
+    // A stream body is read from one branch of a tee; the transport gets the other, unread.
+    let forward = init;
+    let read = init;
+    if (init?.body instanceof ReadableStream) {
+      const [mine, theirs] = init.body.tee();
+      forward = { ...init, body: theirs };
+      // A stream body needs `duplex: 'half'`, which the DOM's RequestInit type lacks.
+      read = { ...init, body: mine, duplex: 'half' } as RequestInit;
+    }
+    const request = new Request(input, read);
+    // A refused connection reads nothing of the body: nothing was sent.
+    const bytes =
+      plan.kind === 'refuse' ? new Uint8Array(0) : new Uint8Array(await request.arrayBuffer());
     seen.record({
       index,
       method: request.method,
@@ -151,12 +157,8 @@ export function faultFetch(options: FaultFetchOptions = {}): FaultFetch {
       case 'respond':
         return respond(plan, clock, signal);
       case 'pass':
-        if (!options.fetch) return new Response('', { status: 200 });
-        // The body was read to be recorded: the transport gets its bytes.
-        return options.fetch(request.url, {
-          ...init,
-          ...(init?.body == null ? {} : { body: bytes }),
-        });
+        // The call as it was made: a spy that changes nothing.
+        return options.fetch ? options.fetch(input, forward) : new Response('', { status: 200 });
     }
   };
 

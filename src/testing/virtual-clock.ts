@@ -135,6 +135,7 @@ export class VirtualClock implements Clock {
     if (this.#running) throw new Error('VirtualClock.run is already running');
     this.#running = true;
     try {
+      await turn();
       await this.#runTo(until - this.#start, false);
     } finally {
       this.#running = false;
@@ -143,12 +144,21 @@ export class VirtualClock implements Clock {
 
   /**
    * Moves time forward by `ms`: runs every timer due up to and including
-   * that instant, in order, then the clock reads exactly `now() + ms`.
+   * that instant, in order, then the clock reads exactly `now() + ms`. The
+   * first instant runs at once, in the caller's turn (with nothing due, the
+   * clock has moved when `advance` returns), the next ones after the
+   * reactions of the previous one.
    */
-  async advance(ms: number): Promise<void> {
+  advance(ms: number): Promise<void> {
     const end = this.#now + Math.max(0, ms);
-    await this.#runTo(end, true);
-    if (end > this.#now) this.#now = end;
+    const moved = () => {
+      if (end > this.#now) this.#now = end;
+    };
+    if (this.#heap.peekDue() > end) {
+      moved();
+      return Promise.resolve();
+    }
+    return this.#runTo(end, true).then(moved);
   }
 
   /** Runs the earliest instant that has a live timer, moving time to it; false if none. */
@@ -167,7 +177,6 @@ export class VirtualClock implements Clock {
   /** Runs the instants before `end` (elapsed ms), and at `end` too if `inclusive`. */
   async #runTo(end: number, inclusive: boolean): Promise<void> {
     let instants = 0;
-    await turn();
     const heap = this.#heap;
     while (heap.peekDue() < end || (inclusive && heap.peekDue() === end)) {
       const instant = heap.peekDue();

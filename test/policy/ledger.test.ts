@@ -90,7 +90,7 @@ describe('the quiet ledger', () => {
         if (gap > 0) await clock.advance(gap);
         const result = settled(fetch(server.url));
         while (!result.done) {
-          if (clock.pending().length > 0) await clock.runNext();
+          if (clock.remaining().length > 0) await clock.runNext();
           else await new Promise((resolve) => setImmediate(resolve));
         }
         if (result.value instanceof Response) await result.value.arrayBuffer();

@@ -72,3 +72,12 @@ describe('testClock', () => {
     stop();
   });
 });
+
+test('its methods work detached: `clock.now` handed on as a plain function', async () => {
+  const clock = testClock();
+  const { now, sleep, advance } = clock;
+  const slept = sleep(10);
+  await advance(10);
+  await slept;
+  expect(now()).toBe(START + 10);
+});

@@ -11,6 +11,7 @@ import {
 } from '../../src/index.js';
 import { type FaultFetchOptions, faultFetch, testClock } from '../../src/testing/index.js';
 import { faultServer } from '../../src/testing/server.js';
+import { until } from '../helpers/clock.js';
 import { closeAfterEach } from '../helpers/teardown.js';
 
 const open = closeAfterEach();
@@ -51,7 +52,9 @@ describe('scripted faults through createFetch', () => {
     const refused = setup({ script: ['refuse'] });
     const ok = await refused.fetch(URL_, { method: 'POST', body: 'charge' });
     expect(ok.status).toBe(200);
-    expect(refused.faulty.seen.bodies).toEqual(['charge', 'charge']);
+    // The refused attempt sent nothing, so nothing of its body was read.
+    expect(refused.faulty.seen.bodies).toEqual(['', 'charge']);
+    expect(refused.faulty.seen.requests.map((r) => r.fault)).toEqual(['refuse', 'pass']);
 
     const reset = setup({ script: ['reset'] });
     const error = await reset.fetch(URL_, { method: 'POST', body: 'charge' }).catch((e) => e);
@@ -98,6 +101,7 @@ describe('delivery of a response step', () => {
     const pending = faulty(URL_).then((r) => {
       status = r.status;
     });
+    await until(() => clock.remaining().length === 1);
     await clock.advance(499);
     expect(status).toBe(0);
     expect(faulty.inFlight).toBe(1);
@@ -181,6 +185,28 @@ describe('seeded chance', () => {
 });
 
 describe('pass with a transport', () => {
+  test('hands the transport the call as made: the same input and init, a stream body unread', async () => {
+    const got: [unknown, RequestInit | undefined][] = [];
+    const faulty = faultFetch({
+      fetch: async (input, init) => {
+        got.push([input, init]);
+        return new Response(init?.body ?? null);
+      },
+    });
+    const init = { method: 'POST', body: 'plain', headers: { 'x-a': '1' } };
+    await faulty(URL_, init);
+    expect(got[0]).toEqual([URL_, init]);
+    const stream = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(new TextEncoder().encode('streamed'));
+        c.close();
+      },
+    });
+    const res = await faulty(URL_, { method: 'POST', body: stream, duplex: 'half' } as RequestInit);
+    expect(await res.text()).toBe('streamed');
+    expect(faulty.seen.bodies).toEqual(['plain', 'streamed']);
+  });
+
   test('forwards the recorded body to the wrapped fetch (a real server counts it)', async () => {
     const server = open.add(await faultServer());
     const faulty = faultFetch({ script: ['pass'], fetch: globalThis.fetch });

@@ -108,7 +108,7 @@ describe('attempt 1 on the lean path', () => {
     await body(server.url, agent);
     const pending = body(server.url, agent);
     await server.seen(2);
-    expect(clock.pending()).toEqual([5_000]);
+    expect(clock.remaining()).toEqual([5_000]);
     await clock.advance(5_000);
     expect(await pending).toEqual({ status: 200, text: 'ok' });
     expect(answers()).toEqual([false, true]);
@@ -128,7 +128,7 @@ describe('attempt 1 on the lean path', () => {
     await body(server.url, agent);
     const pending = rejection(body(server.url, agent));
     await server.seen(2);
-    expect(clock.pending()).toEqual([3_000]);
+    expect(clock.remaining()).toEqual([3_000]);
     await clock.advance(3_000);
     const error = await pending;
     expect(error).toBeInstanceOf(DeadlineExceededError);
@@ -242,7 +242,7 @@ describe('the policies after lean attempts', () => {
           },
         );
         while (!done) {
-          if (clock.pending().length > 0) await clock.runNext();
+          if (clock.remaining().length > 0) await clock.runNext();
           else await new Promise((resolve) => setImmediate(resolve));
         }
         await result;
