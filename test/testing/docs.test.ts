@@ -6,11 +6,13 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
+import * as undiciPackage from 'undici';
 import { describe, expect, it } from 'vitest';
 import * as core from '../../src/index.js';
 import * as testing from '../../src/testing/index.js';
 import * as server from '../../src/testing/server.js';
 import * as undici from '../../src/testing/undici.js';
+import * as staunchUndici from '../../src/undici/index.js';
 
 const page = readFileSync(fileURLToPath(new URL('../../docs/testing.md', import.meta.url)), 'utf8');
 const MODULES: Record<string, Record<string, unknown>> = {
@@ -18,7 +20,9 @@ const MODULES: Record<string, Record<string, unknown>> = {
   'staunch/testing': testing,
   'staunch/testing/server': server,
   'staunch/testing/undici': undici,
+  'staunch/undici': staunchUndici,
   openai: { default: OpenAI },
+  undici: undiciPackage,
 };
 
 /** Each `js` block, the `text` block that follows it, and its line. */
