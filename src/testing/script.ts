@@ -72,6 +72,8 @@ export type Plan =
       readonly truncate: number | undefined;
     };
 
+/** A header name: an RFC 9110 token. */
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const NAMES: readonly FaultName[] = ['pass', 'refuse', 'reset', 'stall'];
 const RESPONSE_KEYS = [
   'status',
@@ -100,8 +102,15 @@ export function resolveStep(path: string, step: unknown): Plan {
   if (o.headers !== undefined) {
     const h = checkObject(`${path}.headers`, o.headers, Object.keys(o.headers as object));
     for (const [name, value] of Object.entries(h)) {
-      if (typeof value !== 'string') {
-        throw new TypeError(`${path}.headers.${name} must be a string, got ${describe(value)}`);
+      // RFC 9110 §5.1 (a name is a token), §5.5 (no CR, LF or NUL in a value): else the
+      // server's writeHead or the Response constructor would fail far from the script.
+      if (!TOKEN.test(name)) {
+        throw new TypeError(`${path}.headers: ${describe(name)} is not a header name`);
+      }
+      if (typeof value !== 'string' || /[\r\n\0]/.test(value)) {
+        throw new TypeError(
+          `${path}.headers.${name} must be a string without CR, LF or NUL, got ${describe(value)}`,
+        );
       }
       headers.push([name.toLowerCase(), value]);
     }

@@ -234,6 +234,12 @@ describe('bad input', () => {
     [{ script: [{ delay: -1 }] }, RangeError, /script\[0\]\.delay must be a number >= 0, got -1/],
     [{ script: [{ stauts: 500 }] }, TypeError, /script\[0\]\.stauts is not an option/],
     [{ script: 503 }, TypeError, /script must be an array of steps, got 503/],
+    [
+      { script: [{ headers: { 'x-a': 'one\r\nx-b: two' } }] },
+      TypeError,
+      /script\[0\]\.headers\.x-a must be a string without CR, LF or NUL, got "one\\r\\nx-b: two"/,
+    ],
+    [{ script: [{ headers: { 'bad name': 'v' } }] }, TypeError, /"bad name" is not a header name/],
     [{ after: 'explode' }, TypeError, /after must be .* got "explode"/],
     [
       { chance: { seed: 1, faults: [{ step: 503, probability: 1.5 }] } },
