@@ -245,11 +245,11 @@ describe("the caller's abort", () => {
     const reason = new Error('caller gave up');
     const run = h.executor.run(logical({ signal: controller.signal }), exchange);
     // The backoff of attempt 1 (U(250, 750) at 0.5) is pending.
-    await until(() => h.clock.pending().includes(500));
+    await until(() => h.clock.remaining().includes(500));
     controller.abort(reason);
     await expect(run).rejects.toBe(reason);
     expect(exchange.sent).toEqual([1]);
-    expect(h.clock.pending()).toEqual([]);
+    expect(h.clock.remaining()).toEqual([]);
   });
 
   test('between the response and the backoff: its own reason, no backoff left pending', async () => {
@@ -265,7 +265,7 @@ describe("the caller's abort", () => {
       reason,
     );
     expect(exchange.sent).toEqual([1]);
-    expect(h.clock.pending()).toEqual([]);
+    expect(h.clock.remaining()).toEqual([]);
   });
 
   test('an already aborted signal sends nothing', async () => {

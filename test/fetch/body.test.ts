@@ -1,7 +1,13 @@
 /** Bodies and keys are the same, byte for byte, on every attempt. */
 import { describe, expect, test } from 'vitest';
 import { client } from '../helpers/harness.js';
-import { closedPort, httpServer, rawServer, type TestServer } from '../helpers/server.js';
+import {
+  closedPort,
+  httpServer,
+  rawServer,
+  scriptServer,
+  type TestServer,
+} from '../helpers/server.js';
 import { closeAfterEach } from '../helpers/teardown.js';
 
 let server: TestServer;
@@ -9,11 +15,7 @@ const open = closeAfterEach();
 
 /** 503 to the first two requests, then 200. */
 async function flaky() {
-  server = await httpServer((_req, res, i) => {
-    res.statusCode = i < 2 ? 503 : 200;
-    res.end();
-  });
-  open.add(server);
+  server = open.add(await scriptServer({ script: [503, 503] }));
 }
 
 function keyed(options: Parameters<typeof client>[0] = {}) {

@@ -5,7 +5,7 @@ import { describe, expect, test } from 'vitest';
 import { DeadlineExceededError, isStaunchError, StaunchError } from '../../src/index.js';
 import { flush, until } from '../helpers/clock.js';
 import { client, settled } from '../helpers/harness.js';
-import { httpServer, type RawServer, rawServer, type TestServer } from '../helpers/server.js';
+import { type RawServer, rawServer, scriptServer, type TestServer } from '../helpers/server.js';
 import { closeAfterEach } from '../helpers/teardown.js';
 
 const cleanup = closeAfterEach();
@@ -18,12 +18,7 @@ async function silent(): Promise<RawServer> {
 }
 
 async function always503(): Promise<TestServer> {
-  const server = await httpServer((_req, res) => {
-    res.statusCode = 503;
-    res.end('down');
-  });
-  cleanup.add(server);
-  return server;
+  return cleanup.add(await scriptServer({ after: { status: 503, body: 'down' } }));
 }
 
 /** A client whose clock moves only when the test moves it. */
@@ -39,13 +34,13 @@ describe("the caller's signal", () => {
     const { fetch, clock } = manual({ retry: 5 });
     const controller = new AbortController();
     const result = settled(fetch(server.url, { signal: controller.signal }));
-    await until(() => clock.pending().length === 1 && clock.pending()[0]! < 60_000);
+    await until(() => clock.remaining().length === 1 && clock.remaining()[0]! < 60_000);
     expect(server.received).toHaveLength(1);
     const reason = new Error('caller gave up');
     controller.abort(reason);
     await flush(2);
     expect(result).toMatchObject({ done: true, error: reason });
-    expect(clock.pending()).toEqual([]);
+    expect(clock.remaining()).toEqual([]);
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
     expect(server.received).toHaveLength(1);
   });
@@ -60,7 +55,7 @@ describe("the caller's signal", () => {
     controller.abort('stop');
     await until(() => result.done && server.closed === 1);
     expect(result.error).toBe('stop');
-    expect(clock.pending()).toEqual([]);
+    expect(clock.remaining()).toEqual([]);
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });
 
@@ -79,13 +74,13 @@ describe('timeout.attempt', () => {
     const { fetch, clock } = manual({ retry: 2, timeout: { attempt: 1000 } });
     const result = settled(fetch(server.url));
     await server.accepted(1);
-    await until(() => clock.pending().includes(1000));
+    await until(() => clock.remaining().includes(1000));
     await clock.advance(1000);
     // The GET is replayable: a backoff sleep, then a second attempt.
-    await until(() => clock.pending().length === 1 && !clock.pending().includes(1000));
+    await until(() => clock.remaining().length === 1 && !clock.remaining().includes(1000));
     await clock.runNext();
     await server.accepted(2);
-    await until(() => clock.pending().includes(1000));
+    await until(() => clock.remaining().includes(1000));
     expect(result.done).toBe(false);
     await clock.advance(1000);
     // Both aborted attempts' connections are closed (the transport's pool may
@@ -105,7 +100,7 @@ describe('timeout.attempt', () => {
     const { fetch, clock } = manual({ timeout: { attempt: 1000 } });
     const result = settled(fetch(server.url, { method: 'POST', body: 'once' }));
     await server.accepted(1);
-    await until(() => clock.pending().includes(1000));
+    await until(() => clock.remaining().includes(1000));
     await clock.advance(1000);
     await until(() => result.done);
     expect(result.error).toBeInstanceOf(DeadlineExceededError);
@@ -119,7 +114,7 @@ describe('timeout.total', () => {
     const { fetch, clock } = manual({ retry: 3, timeout: { attempt: 60_000, total: 2000 } });
     const result = settled(fetch(server.url));
     await server.accepted(1);
-    await until(() => clock.pending().includes(2000));
+    await until(() => clock.remaining().includes(2000));
     await clock.advance(2000);
     await until(() => result.done && server.closed === 1);
     expect(result.error).toMatchObject({ code: 'STAUNCH_DEADLINE', timeout: 'total', ms: 2000 });
@@ -131,7 +126,7 @@ describe('timeout.total', () => {
     const { fetch, clock } = manual();
     const result = settled(fetch(server.url, { staunch: { timeout: { total: 500 } } }));
     await server.accepted(1);
-    await until(() => clock.pending().includes(500));
+    await until(() => clock.remaining().includes(500));
     await clock.advance(500);
     await until(() => result.done);
     expect(result.error).toMatchObject({ timeout: 'total', ms: 500 });

@@ -94,8 +94,8 @@ describe("attempt 1's deadlines, on a fake clock", () => {
     const clock = fakeClock();
     const fetch = createFetch({ clock, retry: false, timeout: { attempt: 1_000, total: 5_000 } });
     const result = settled(fetch(server.url));
-    await until(() => clock.pending().length === 1);
-    expect(clock.pending()).toEqual([1_000]);
+    await until(() => clock.remaining().length === 1);
+    expect(clock.remaining()).toEqual([1_000]);
     await clock.advance(999);
     await flush(2);
     expect(result.done).toBe(false);
@@ -110,13 +110,13 @@ describe("attempt 1's deadlines, on a fake clock", () => {
     const clock = fakeClock();
     const fetch = createFetch({ clock, retry: 3, timeout: { attempt: 5_000, total: 1_000 } });
     const result = settled(fetch(server.url));
-    await until(() => clock.pending().length === 1);
-    expect(clock.pending()).toEqual([1_000]);
+    await until(() => clock.remaining().length === 1);
+    expect(clock.remaining()).toEqual([1_000]);
     await clock.advance(1_000);
     await until(() => result.done);
     expect(result.error).toBeInstanceOf(DeadlineExceededError);
     expect((result.error as DeadlineExceededError).timeout).toBe('total');
-    expect(clock.pending()).toEqual([]);
+    expect(clock.remaining()).toEqual([]);
   });
 
   test('an attempt-1 timeout goes on to attempt 2 after its backoff', async () => {
@@ -139,17 +139,17 @@ describe("attempt 1's deadlines, on a fake clock", () => {
       timeout: { attempt: 1_000, total: 60_000 },
     });
     const result = settled(fetch('http://127.0.0.1:9/x'));
-    await until(() => clock.pending().length === 1);
+    await until(() => clock.remaining().length === 1);
     await clock.advance(1_000);
     expect(signals[0]!.aborted).toBe(true);
     expect(signals[0]!.reason).toBeInstanceOf(DeadlineExceededError);
     // The backoff sleep, then attempt 2 answers.
-    await until(() => clock.pending().length === 1 && clock.pending()[0]! !== 1_000);
+    await until(() => clock.remaining().length === 1 && clock.remaining()[0]! !== 1_000);
     await clock.runNext();
     await until(() => result.done);
     expect((result.value as Response).status).toBe(200);
     expect(signals).toHaveLength(2);
-    expect(clock.pending()).toEqual([]);
+    expect(clock.remaining()).toEqual([]);
   });
 });
 
@@ -169,13 +169,13 @@ describe("the caller's abort during attempt 1", () => {
     });
     const controller = new AbortController();
     const result = settled(fetch(server.url, { signal: controller.signal }));
-    await until(() => seen.length === 1 && clock.pending().length === 1);
+    await until(() => seen.length === 1 && clock.remaining().length === 1);
     const reason = new Error('caller gave up');
     controller.abort(reason);
     await flush(2);
     expect(result).toMatchObject({ done: true, error: reason });
     expect(seen[0]!.aborted).toBe(true);
-    expect(clock.pending()).toEqual([]);
+    expect(clock.remaining()).toEqual([]);
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
     // Not the upstream's failure: the breaker counted nothing.
     const breaker = store.peek(`breaker:${new URL(server.url).origin}`, clock.now());

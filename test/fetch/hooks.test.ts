@@ -18,7 +18,7 @@ import {
 } from '../../src/index.js';
 import { fakeClock, flush, until } from '../helpers/clock.js';
 import { client } from '../helpers/harness.js';
-import { httpServer } from '../helpers/server.js';
+import { scriptServer } from '../helpers/server.js';
 import { closeAfterEach } from '../helpers/teardown.js';
 
 const open = closeAfterEach();
@@ -26,9 +26,9 @@ const open = closeAfterEach();
 /** A server answering `statuses[i]` (the last one repeats), with `headers` on each. */
 async function answers(statuses: number[], headers: Record<string, string> = {}) {
   return open.add(
-    await httpServer((_req, res, i) => {
-      res.writeHead(statuses[Math.min(i, statuses.length - 1)]!, headers);
-      res.end('body');
+    await scriptServer({
+      script: statuses.map((status) => ({ status, headers, body: 'body' })),
+      after: { status: statuses.at(-1)!, headers, body: 'body' },
     }),
   );
 }
@@ -118,7 +118,7 @@ describe('pacing', () => {
     });
     await fetch(server.url);
     const second = fetch(server.url);
-    await until(() => clock.pending().includes(30_000));
+    await until(() => clock.remaining().includes(30_000));
     await flush();
     expect(server.received).toHaveLength(1);
     await clock.advance(30_000);
@@ -218,7 +218,7 @@ describe('hold', () => {
       on: { wait: (e) => waits.push(e) },
     });
     const call = fetch(server.url, { method: 'POST', body: 'abc' });
-    await until(() => clock.pending().includes(5000));
+    await until(() => clock.remaining().includes(5000));
     await flush();
     expect(server.received).toHaveLength(0);
     await clock.advance(5000);
@@ -277,7 +277,7 @@ describe('hold', () => {
     const fetch = createFetch({ clock, hold: () => 10_000 });
     const controller = new AbortController();
     const call = fetch(server.url, { signal: controller.signal }).catch((e: unknown) => e);
-    await until(() => clock.pending().includes(10_000));
+    await until(() => clock.remaining().includes(10_000));
     controller.abort(new Error('stop'));
     expect(await call).toMatchObject({ message: 'stop' });
     expect(server.received).toHaveLength(0);

@@ -154,7 +154,7 @@ test('the core entry imports no node: module and no package', () => {
   // ipaddr.js serves the SSRF guard of staunch/undici only; nothing under the core imports it.
   const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as Record<string, unknown>;
   expect(Object.keys(pkg.dependencies ?? {})).toEqual(['ipaddr.js']);
-  const subpaths = new Set(['undici', 'redis', 'otel', 'sse', 'lab', 'cli']);
+  const subpaths = new Set(['undici', 'redis', 'otel', 'sse', 'lab', 'cli', 'testing']);
   const files: string[] = [];
   const walk = (dir: string) => {
     for (const name of readdirSync(dir)) {

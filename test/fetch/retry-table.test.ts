@@ -11,20 +11,17 @@ import {
   type RetryEvent,
 } from '../../src/index.js';
 import { client, waits } from '../helpers/harness.js';
-import { closedPort, httpServer, rawServer } from '../helpers/server.js';
+import { closedPort, rawServer, scriptServer } from '../helpers/server.js';
 import { closeAfterEach } from '../helpers/teardown.js';
 
 const cleanup = closeAfterEach();
 
 /** A server answering `statuses[i]` to the i-th request, then 200. */
 async function answering(statuses: number[], headers: Record<string, string> = {}) {
-  const server = await httpServer((_req, res, i) => {
-    const status = statuses[i] ?? 200;
-    res.writeHead(status, status === 200 ? {} : headers);
-    res.end(status === 200 ? 'ok' : `failure ${i}`);
-  });
-  cleanup.add(server);
-  return server;
+  const script = statuses.map((status, i) =>
+    status === 200 ? { body: 'ok' } : { status, headers, body: `failure ${i}` },
+  );
+  return cleanup.add(await scriptServer({ script, after: { body: 'ok' } }));
 }
 
 function setup(options: Parameters<typeof client>[0] = {}, hold?: () => boolean) {

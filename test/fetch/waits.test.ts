@@ -30,7 +30,7 @@ describe('sleeps under one signal', () => {
     const all = Array.from({ length: 24 }, (_, i) =>
       c.fetch(`${server.url}/${i}`, { signal: controller.signal }),
     );
-    await until(() => server.received.length === 24 && c.clock.pending().length === 24);
+    await until(() => server.received.length === 24 && c.clock.remaining().length === 24);
     expect(getEventListeners(controller.signal, 'abort').length).toBeLessThanOrEqual(1);
     controller.abort(new Error('done'));
     const settled = await Promise.allSettled(all);
@@ -50,7 +50,7 @@ describe('DeadlineExceededError names the deadline that expired', () => {
     );
     cleanup.defer(c.stop);
     const result = c.fetch(server.url).catch((e: unknown) => e);
-    for (let i = 0; i < 20 && c.clock.pending().length > 0; i++) {
+    for (let i = 0; i < 20 && c.clock.remaining().length > 0; i++) {
       await c.clock.runNext();
       await new Promise((r) => setImmediate(r));
     }

@@ -1,11 +1,17 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
+import { faultFetch } from '../../src/testing/index.js';
+import {
+  type FaultServer,
+  type FaultServerOptions,
+  faultServer,
+} from '../../src/testing/server.js';
 
 /** What the server received, request by request. */
 export interface Received {
   method: string;
   path: string;
-  headers: IncomingMessage['headers'];
+  headers: Readonly<Record<string, string>>;
   body: Buffer;
 }
 
@@ -13,7 +19,7 @@ export interface TestServer {
   url: string;
   port: number;
   /** Requests whose body was fully received, in arrival order. */
-  received: Received[];
+  readonly received: Received[];
   /** TCP connections accepted. */
   connections: number;
   /** Resolves when the server has received `n` requests (headers). */
@@ -23,60 +29,43 @@ export interface TestServer {
 
 type Handler = (req: IncomingMessage, res: ServerResponse, index: number, body: Buffer) => void;
 
-/** A real node:http server on 127.0.0.1, port 0, that records everything it received. */
-export async function httpServer(handler: Handler): Promise<TestServer> {
-  const received: Received[] = [];
-  const waiters: { n: number; resolve: () => void }[] = [];
-  let headersSeen = 0;
-  let index = 0;
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((req, res) => {
-    const n = index++;
-    headersSeen++;
-    for (const w of waiters.filter((w) => headersSeen >= w.n)) {
-      waiters.splice(waiters.indexOf(w), 1);
-      w.resolve();
-    }
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      received.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body });
-      handler(req, res, n, body);
-    });
-    req.on('error', () => {});
-  });
-  const state = { connections: 0 };
-  server.on('connection', (socket: Socket) => {
-    state.connections++;
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+/** The suite's view of a staunch/testing server: `received` with Buffer bodies and paths. */
+function view(server: FaultServer): TestServer {
   return {
-    url: `http://127.0.0.1:${port}`,
-    port,
-    received,
-    get connections() {
-      return state.connections;
+    url: server.url,
+    port: server.port,
+    get received() {
+      return server.seen.requests.map((r) => ({
+        method: r.method,
+        path: r.url.slice(server.url.length),
+        headers: r.headers,
+        body: Buffer.from(r.bytes),
+      }));
     },
-    seen: (n) =>
-      headersSeen >= n ? Promise.resolve() : new Promise((resolve) => waiters.push({ n, resolve })),
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
+    get connections() {
+      return server.connections;
+    },
+    seen: (n) => server.arrived(n),
+    close: () => server.close(),
   };
 }
 
-/** An {@link httpServer} that answers each request with the next status of `statuses` (then the last). */
-export function statusServer(statuses: readonly number[]): Promise<TestServer> {
-  return httpServer((_req, res, index) => {
-    res.statusCode = statuses[Math.min(index, statuses.length - 1)]!;
-    res.end('body');
+/** A staunch/testing server that answers by `options`' script, seen through {@link TestServer}. */
+export async function scriptServer(options: FaultServerOptions): Promise<TestServer> {
+  return view(await faultServer(options));
+}
+
+/** A staunch/testing server whose every request goes to `handler` (with its arrival index and body). */
+export function httpServer(handler: Handler): Promise<TestServer> {
+  return scriptServer({
+    handler: (req, res, request) => handler(req, res, request.index, Buffer.from(request.bytes)),
   });
+}
+
+/** A server that answers each request with the next status of `statuses` (then the last), body `body`. */
+export function statusServer(statuses: readonly number[]): Promise<TestServer> {
+  const steps = statuses.map((status) => ({ status, body: 'body' }));
+  return scriptServer({ script: steps, after: steps.at(-1) ?? 'pass' });
 }
 
 export interface RawServer {
@@ -152,23 +141,20 @@ export async function closedPort(): Promise<number> {
   return port;
 }
 
-/** Wraps a fetch to count the attempts in flight (for `FakeClock.autoAdvance`). */
+/** Wraps a fetch to count the attempts in flight (for `FakeClock.autoAdvance`) and keep each init. */
 export function trackedFetch(fetchImpl: typeof fetch = fetch): {
   fetch: (input: string, init: RequestInit) => Promise<Response>;
   idle: () => boolean;
   calls: RequestInit[];
 } {
-  let inFlight = 0;
   const calls: RequestInit[] = [];
+  const faulty = faultFetch({ fetch: fetchImpl });
   return {
     calls,
-    idle: () => inFlight === 0,
+    idle: () => faulty.inFlight === 0,
     fetch: (input, init) => {
-      inFlight++;
       calls.push(init);
-      return fetchImpl(input, init).finally(() => {
-        inFlight--;
-      });
+      return faulty(input, init);
     },
   };
 }

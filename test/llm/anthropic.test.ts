@@ -164,7 +164,7 @@ describe('@anthropic-ai/sdk under createFetch(llm())', () => {
       const anthropic = client(server.url, h.fetch);
       await anthropic.messages.create(ask);
       const second = anthropic.messages.create(ask);
-      await until(() => h.clock.pending().some((ms) => ms > wait * 0.9 && ms <= wait));
+      await until(() => h.clock.remaining().some((ms) => ms > wait * 0.9 && ms <= wait));
       await flush();
       expect(server.count).toBe(1);
       await h.clock.advance(wait);
@@ -222,7 +222,7 @@ describe('@anthropic-ai/sdk under createFetch(llm())', () => {
     const texts: string[] = [];
     stream.on('text', (t) => texts.push(t));
     const failed = stream.finalMessage().catch((e: unknown) => e);
-    await until(() => texts.length === 1 && h.clock.pending().includes(30_000));
+    await until(() => texts.length === 1 && h.clock.remaining().includes(30_000));
     await h.clock.advance(10_000);
     write!('event: ping\ndata: {"type":"ping"}\n\n');
     await flush(20);

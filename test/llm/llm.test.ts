@@ -8,7 +8,7 @@ import { createFetch, NetworkError } from '../../src/index.js';
 import { LLM_STATUSES, llm, modelKey, QUOTA_CODES, readErrorKind } from '../../src/llm/index.js';
 import { ERROR_PREFIX_BYTES } from '../../src/llm/transport.js';
 import { fakeClock } from '../helpers/clock.js';
-import { httpServer } from '../helpers/server.js';
+import { httpServer, scriptServer } from '../helpers/server.js';
 import { closeAfterEach } from '../helpers/teardown.js';
 import { harness, json, named } from './provider.js';
 
@@ -94,10 +94,7 @@ describe('what a POST retries', () => {
       [true, 2],
     ] as const) {
       const server = open.add(
-        await httpServer((_req, res, i) => {
-          if (i === 0) res.socket?.destroy();
-          else json(200, {})(res);
-        }),
+        await scriptServer({ script: ['reset'], handler: (_req, res) => json(200, {})(res) }),
       );
       const h = harness((clock) => llm({ clock, retryMaybeSent }));
       open.defer(h.stop);

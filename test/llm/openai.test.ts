@@ -166,7 +166,7 @@ describe('openai SDK under createFetch(llm())', () => {
       const openai = client(server.url, h.fetch);
       await openai.chat.completions.create(ask);
       const second = openai.chat.completions.create(ask);
-      await until(() => h.clock.pending().some((ms) => ms > wait - 1_000 && ms <= wait));
+      await until(() => h.clock.remaining().some((ms) => ms > wait - 1_000 && ms <= wait));
       await flush();
       expect(server.count).toBe(1);
       await h.clock.advance(wait);
@@ -239,7 +239,7 @@ describe('openai SDK under createFetch(llm())', () => {
     const done = (async () => {
       for await (const part of stream) parts.push(part.choices[0]?.delta.content ?? '');
     })().catch((e: unknown) => e);
-    await until(() => parts.length === 1 && h.clock.pending().includes(30_000));
+    await until(() => parts.length === 1 && h.clock.remaining().includes(30_000));
     await h.clock.advance(10_000);
     write!(': keep-alive comment\n\n');
     await flush(20);

@@ -118,8 +118,8 @@ describe('the tokens window holds a request that does not fit', () => {
     const h = harness((clock) => llm({ clock }), false);
     await h.fetch(server.url, post(chat(10)));
     const big = h.fetch(server.url, post(chat(3000)));
-    await until(() => holds(h.clock.pending()).length > 0);
-    expect(holds(h.clock.pending())).toEqual([20_000]);
+    await until(() => holds(h.clock.remaining()).length > 0);
+    expect(holds(h.clock.remaining())).toEqual([20_000]);
     await flush();
     expect(server.count).toBe(1);
     // A request that fits goes past the held one.
@@ -144,8 +144,8 @@ describe('the tokens window holds a request that does not fit', () => {
     const h = harness((clock) => llm({ clock }), false);
     await h.fetch(server.url, post(chat(10)));
     const capped = h.fetch(server.url, post(chat(10, { max_tokens: 2000 })));
-    await until(() => holds(h.clock.pending()).length > 0);
-    expect(holds(h.clock.pending())).toEqual([20_000]);
+    await until(() => holds(h.clock.remaining()).length > 0);
+    expect(holds(h.clock.remaining())).toEqual([20_000]);
     await h.clock.advance(20_000);
     await capped;
     expect(server.count).toBe(2);
@@ -161,8 +161,8 @@ describe('the tokens window holds a request that does not fit', () => {
     // 600 in flight + 300 ≤ 1000: goes. 600 + 600 > 1000: waits.
     const fits = h.fetch(server.url, post(chat(300)));
     const waits = h.fetch(server.url, post(chat(600)));
-    await until(() => holds(h.clock.pending()).length > 0);
-    expect(holds(h.clock.pending())).toEqual([20_000]);
+    await until(() => holds(h.clock.remaining()).length > 0);
+    expect(holds(h.clock.remaining())).toEqual([20_000]);
     expect((await fits).status).toBe(200);
     expect(server.count).toBe(3);
     slow.release();
@@ -177,9 +177,9 @@ describe('the tokens window holds a request that does not fit', () => {
     const h = harness((clock) => llm({ clock }), false);
     await h.fetch(server.url, post(chat(10)));
     const both = [h.fetch(server.url, post(chat(600))), h.fetch(server.url, post(chat(600)))];
-    await until(() => holds(h.clock.pending()).length > 0);
+    await until(() => holds(h.clock.remaining()).length > 0);
     await flush();
-    expect(holds(h.clock.pending())).toEqual([20_000]);
+    expect(holds(h.clock.remaining())).toEqual([20_000]);
     expect(server.count).toBe(2);
     await h.clock.advance(20_000);
     await Promise.all(both);
@@ -200,10 +200,10 @@ describe('the tokens window holds a request that does not fit', () => {
     const call = openai.chat.completions
       .create(chat(3000), { signal: controller.signal })
       .catch((e: unknown) => e);
-    await until(() => holds(h.clock.pending()).length > 0);
+    await until(() => holds(h.clock.remaining()).length > 0);
     controller.abort();
     expect(await call).toBeInstanceOf(APIUserAbortError);
-    expect(holds(h.clock.pending())).toEqual([]);
+    expect(holds(h.clock.remaining())).toEqual([]);
     await flush();
     expect(server.count).toBe(1);
     noSecret(h);
@@ -256,8 +256,8 @@ describe('the tokens window holds a request that does not fit', () => {
     );
     await h.fetch(server.url, post(chat(10)));
     const held300 = h.fetch(server.url, post(chat(300))); // 1,200 characters: > 1000
-    await until(() => holds(h.clock.pending()).length > 0);
-    expect(holds(h.clock.pending())).toEqual([20_000]);
+    await until(() => holds(h.clock.remaining()).length > 0);
+    expect(holds(h.clock.remaining())).toEqual([20_000]);
     await h.clock.advance(20_000);
     await held300;
     const boom = harness(
@@ -340,8 +340,8 @@ describe('@anthropic-ai/sdk: input and output tokens apart', () => {
     await anthropic.messages.create(ask(400));
     expect(server.count).toBe(2);
     const big = anthropic.messages.create(ask(1000));
-    await until(() => holds(h.clock.pending()).length > 0);
-    expect(holds(h.clock.pending())).toEqual([12_000]);
+    await until(() => holds(h.clock.remaining()).length > 0);
+    expect(holds(h.clock.remaining())).toEqual([12_000]);
     await flush();
     expect(server.count).toBe(2);
     await h.clock.advance(12_000);

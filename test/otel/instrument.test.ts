@@ -23,7 +23,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { constantBackoff, createFetch, memoryStore } from '../../src/index.js';
 import { instrument } from '../../src/otel/index.js';
 import { retryInterceptor } from '../../src/undici/index.js';
-import { httpServer, type TestServer } from '../helpers/server.js';
+import { scriptServer, type TestServer } from '../helpers/server.js';
 
 const servers: TestServer[] = [];
 const closers: (() => Promise<unknown>)[] = [];
@@ -57,9 +57,10 @@ function telemetry() {
 
 /** Answers 503 to the first `failures` requests, 200 after. */
 async function flaky(failures: number): Promise<TestServer> {
-  const server = await httpServer((_req, res, i) => {
-    res.writeHead(i < failures ? 503 : 200, { 'content-type': 'text/plain' });
-    res.end(i < failures ? 'busy' : 'ok');
+  const headers = { 'content-type': 'text/plain' };
+  const server = await scriptServer({
+    script: Array(failures).fill({ status: 503, headers, body: 'busy' }),
+    after: { headers, body: 'ok' },
   });
   servers.push(server);
   return server;

@@ -38,15 +38,30 @@ const entries = [
 ];
 
 /** Entries that run wherever a WHATWG fetch does (DESIGN.md: "depends on: nothing"). */
-const PORTABLE = ['index.ts', 'llm/index.ts', 'request-init.ts', 'sse/index.ts', 'store/index.ts'];
+const PORTABLE = [
+  'index.ts',
+  'llm/index.ts',
+  'request-init.ts',
+  'sse/index.ts',
+  'store/index.ts',
+  'testing/index.ts',
+];
 
-/** Where each peer dependency may be imported statically: its adapter's folder. */
-const PEER_HOME: Record<string, string> = {
-  undici: 'undici/',
-  ioredis: 'redis/',
-  redis: 'redis/',
-  '@opentelemetry/api': 'otel/',
+/**
+ * Where each peer dependency may be imported statically: its adapter's
+ * folder, and for undici also the fault Dispatcher of `staunch/testing/undici`
+ * (an entry of its own, so that `staunch/testing` loads without undici).
+ */
+const PEER_HOME: Record<string, readonly string[]> = {
+  undici: ['undici/', 'testing/undici.ts'],
+  ioredis: ['redis/'],
+  redis: ['redis/'],
+  '@opentelemetry/api': ['otel/'],
 };
+
+/** Is `file` in one of `peer`'s homes? */
+const atHome = (peer: string, file: string) =>
+  (PEER_HOME[peer] ?? []).some((home) => file.startsWith(home));
 
 /** `file: specifier` for each import in `files` that `bad` flags. */
 function offending(files: Iterable<string>, bad: (i: Import, file: string) => boolean): string[] {
@@ -79,7 +94,7 @@ describe('entries', () => {
 
   test('the core reaches no adapter, lab or cli file', () => {
     const outside = [...closure(graph, 'index.ts')].filter((f) =>
-      /^(undici|redis|otel|sse|llm|lab|cli)\//.test(f),
+      /^(undici|redis|otel|sse|llm|lab|cli|testing)\//.test(f),
     );
     expect(outside).toEqual([]);
   });
@@ -127,18 +142,18 @@ describe('imports', () => {
     }
     expect(
       offending(graph.keys(), (i, file) => {
-        const home = PEER_HOME[packageName(i.specifier)];
-        return bare(i) && home !== undefined && !i.typeOnly && !i.dynamic && !file.startsWith(home);
+        const peer = packageName(i.specifier);
+        return bare(i) && peer in PEER_HOME && !i.typeOnly && !i.dynamic && !atHome(peer, file);
       }),
     ).toEqual([]);
   });
 
-  test('loading an entry loads no peer but its own (staunch/otel needs no undici, staunch/lab no ioredis)', () => {
+  test('loading an entry loads no peer but its own (staunch/otel needs no undici, staunch/lab no ioredis, staunch/testing no undici)', () => {
     for (const { name, file } of entries) {
-      const own = file.slice(0, file.indexOf('/') + 1);
       const loaded = offending(closure(graph, file, true), (i) => {
-        const home = PEER_HOME[packageName(i.specifier)];
-        return bare(i) && home !== undefined && home !== own && !i.typeOnly && !i.dynamic;
+        const peer = packageName(i.specifier);
+        // A peer is the entry's own when the entry's file is in one of the peer's homes.
+        return bare(i) && peer in PEER_HOME && !atHome(peer, file) && !i.typeOnly && !i.dynamic;
       });
       expect(loaded, name).toEqual([]);
     }

@@ -8,7 +8,10 @@
  *    scratch project;
  * 4. there, on every Node in STAUNCH_NODES (paths, colon-separated; default:
  *    the Node running this), imports every subpath of `exports` with
- *    `import()` and with `require()`, and runs the `staunch` bin.
+ *    `import()` and with `require()`, and runs the `staunch` bin;
+ * 5. installs the tarball alone (no peer) into a second project, where
+ *    `staunch/testing` and `staunch/testing/server` load and
+ *    `staunch/testing/undici` fails for want of undici, its one peer.
  *
  * `require` gives the ESM module itself (Node's require(esm), without flag
  * or warning since 22.13, the `engines` floor): the package ships one build,
@@ -113,6 +116,28 @@ try {
       stdio: 'ignore',
     });
   }
+  // Without peers: the fault tools load, except the Dispatcher, which needs undici.
+  const bare = join(work, 'bare');
+  mkdirSync(bare);
+  writeFileSync(join(bare, 'package.json'), '{ "name": "bare", "private": true }\n');
+  run(npm, ['install', '--no-audit', '--no-fund', '--prefer-offline', '--omit=peer', tarball], {
+    cwd: bare,
+  });
+  writeFileSync(
+    join(bare, 'probe.mjs'),
+    `for (const s of ['${pkg.name}/testing', '${pkg.name}/testing/server']) {
+  const names = Object.keys(await import(s));
+  if (names.length === 0) throw new Error(s + ': no exports');
+  console.log('  ' + s + ' without peers: ' + names.length + ' exports');
+}
+const failed = await import('${pkg.name}/testing/undici').then(() => undefined, (e) => e);
+if (failed?.code !== 'ERR_MODULE_NOT_FOUND' || !String(failed.message).includes("'undici'")) {
+  throw new Error('${pkg.name}/testing/undici without undici: ' + (failed ?? 'it loaded'));
+}
+console.log('  ${pkg.name}/testing/undici without undici: needs undici, as declared');
+`,
+  );
+  for (const node of nodes) run(node, ['probe.mjs'], { cwd: bare });
   console.log('package checks passed');
 } finally {
   rmSync(work, { recursive: true, force: true });

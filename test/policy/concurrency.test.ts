@@ -152,7 +152,7 @@ describe('ConcurrencyLimiter', () => {
     controller.abort(reason);
     await expect(aborted).rejects.toBe(reason);
     expect(limiter.queued(KEY)).toBe(1);
-    expect(clock.pending()).toEqual([10_000]); // the aborted waiter's timer is gone
+    expect(clock.remaining()).toEqual([10_000]); // the aborted waiter's timer is gone
     release();
     expect((await next).ok).toBe(true);
   });

@@ -157,7 +157,7 @@ describe('resumableEvents', () => {
     const reader = resumableEvents(fetch, server.url, { signal: controller.signal }, { clock });
     expect((await reader.next()).value?.data).toBe('1');
     const next = reader.next();
-    await until(() => clock.pending().length > 0);
+    await until(() => clock.remaining().length > 0);
     const reason = new Error('deadline');
     controller.abort(reason);
     await expect(next).rejects.toBe(reason);
@@ -176,10 +176,10 @@ describe('resumableEvents', () => {
     const reader = resumableEvents(fetch, server.url, {}, { clock });
     expect((await reader.next()).value?.data).toBe('1');
     const next = reader.next();
-    await until(() => clock.pending().length > 0);
+    await until(() => clock.remaining().length > 0);
     await reader.return();
     expect(await next).toEqual({ done: true, value: undefined });
-    expect(clock.pending()).toEqual([]);
+    expect(clock.remaining()).toEqual([]);
     expect(server.connections).toBe(1);
   });
 

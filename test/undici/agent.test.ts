@@ -270,7 +270,7 @@ describe("attempt 1's signal is a token: aborts still reach undici", () => {
     const agent = open.add(createAgent({ clock, retry: fast, timeout: { attempt: 5_000 } }));
     const pending = request(server.url, { dispatcher: agent });
     await server.seen(1);
-    expect(clock.pending()).toEqual([5_000]);
+    expect(clock.remaining()).toEqual([5_000]);
     await clock.advance(5_000);
     const res = await pending;
     expect(res.statusCode).toBe(200);

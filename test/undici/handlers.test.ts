@@ -139,15 +139,15 @@ describe("attempt 1's end is heard once", () => {
       const dispatcher = open.add(make(clock));
       const pending = request(server.url, { dispatcher });
       await server.seen(1);
-      expect(clock.pending()).toEqual([5_000]);
+      expect(clock.remaining()).toEqual([5_000]);
       await clock.advance(5_000);
-      await until(() => clock.pending().length > 0);
+      await until(() => clock.remaining().length > 0);
       // One retry loop: one backoff sleep (two, when the abort was heard twice).
-      expect(clock.pending()).toEqual([100]);
+      expect(clock.remaining()).toEqual([100]);
       await clock.advance(100);
       const res = await pending;
       expect(await res.body.text()).toBe('second');
-      expect(clock.pending()).toEqual([]);
+      expect(clock.remaining()).toEqual([]);
       // Attempt 1's deadline, the backoff, attempt 2's deadline.
       expect(clock.sleeps).toEqual([5_000, 100, 5_000]);
       expect(server.received).toHaveLength(2);

@@ -131,7 +131,7 @@ describe('retryInterceptor with undici.request', () => {
       signal: controller.signal,
     });
     // The retry is scheduled: the executor sleeps its backoff on the fake clock.
-    await until(() => server.received.length === 1 && clock.pending().length === 1);
+    await until(() => server.received.length === 1 && clock.remaining().length === 1);
     const reason = new Error('caller gave up');
     controller.abort(reason);
     expect(await rejection(pending)).toBe(reason);
@@ -182,7 +182,7 @@ describe('retryInterceptor with undici.request', () => {
       dispatcher: agent({ clock, retry: fast, timeout: { attempt: 5_000 } }),
     });
     await server.seen(1);
-    expect(clock.pending()).toEqual([5_000]);
+    expect(clock.remaining()).toEqual([5_000]);
     await clock.advance(5_000);
     const res = await pending;
     expect(await res.body.text()).toBe('second');
