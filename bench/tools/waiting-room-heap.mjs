@@ -3,7 +3,7 @@
  * Heap held by a request that waits on an open circuit (the breaker's
  * waiting room), per request: what `breaker.maxWaiting` bounds.
  *
- *   npm run build && node --expose-gc bench/waiting-room-heap.mjs [--help]
+ *   npm run build && node --expose-gc bench/tools/waiting-room-heap.mjs [--help]
  *
  * One `createFetch` client with the defaults but a transport that answers
  * the first request 503 (a circuit of `consecutiveFailures: 1` trips on it)
@@ -16,9 +16,9 @@
  * reaches the transport.
  */
 import { parseArgs } from 'node:util';
-import { createFetch } from '../dist/index.js';
+import { createFetch } from '../../dist/index.js';
 
-const HELP = `Usage: npm run build && node --expose-gc bench/waiting-room-heap.mjs [options]
+const HELP = `Usage: npm run build && node --expose-gc bench/tools/waiting-room-heap.mjs [options]
 
 Options:
   --requests <list>   comma-separated counts of requests held (default 1000,10000,50000)
