@@ -2,13 +2,22 @@
  * The rate limiter: per origin key, paces requests client-side instead of
  * sending them to be refused. `'adaptive'` (the default) costs nothing until
  * the upstream first says "too many" for a key, then learns its rate; a fixed
- * `{ rps, burst }` is a plain token bucket. Decisions are store operations
- * (./rate-ops.ts), so a fleet sharing a store shares one bucket per key.
+ * `{ rps, burst }` is a plain token bucket. Decisions are store operations,
+ * so a fleet sharing a store shares one bucket per key.
+ *
+ * Where each decision lives:
+ * - when does it engage, cut, grow or pause? `rateFeedback` (./ops.ts);
+ * - how long must this attempt wait for its token, or is it refused?
+ *   `rateAcquire` (./ops.ts);
+ * - is the server's quota spent, and when does its window end? ./window.ts
+ *   (`spentBy`, `spentNow`, `locateReset`).
+ * This file keeps each key's local view and paces the attempts.
  */
-import { type Clock, noop, startTimer } from '../internal/clock.js';
-import { linkSignal } from '../internal/signals.js';
-import type { StateStore } from '../store/store.js';
-import { type Meter, meterCount, meterCountMany, meterRate, meterSettled } from './rate-meter.js';
+import { type Clock, noop, startTimer } from '../../internal/clock.js';
+import { linkSignal } from '../../internal/signals.js';
+import type { StateStore } from '../../store/store.js';
+import { runOp } from '../store-call.js';
+import { type Meter, meterCount, meterCountMany, meterRate, meterSettled } from './meter.js';
 import {
   type RateAcquireArgs,
   type RateAcquireResult,
@@ -17,8 +26,8 @@ import {
   rateAcquire,
   rateFeedback,
   rateRefund,
-} from './rate-ops.js';
-import { ADAPTIVE, type ResolvedRateLimitOptions } from './rate-options.js';
+} from './ops.js';
+import { ADAPTIVE, type ResolvedRateLimitOptions } from './options.js';
 import {
   locateReset,
   type QuotaWindow,
@@ -27,8 +36,7 @@ import {
   spentNow,
   windowEnded,
   windowSeen,
-} from './rate-window.js';
-import { runOp } from './store-call.js';
+} from './window.js';
 
 export {
   ADAPTIVE,
@@ -36,9 +44,9 @@ export {
   type ResolvedRateLimitOptions,
   rateLimitDefaults,
   resolveRateLimitOptions,
-} from './rate-options.js';
+} from './options.js';
 
-import { LastMap } from '../internal/last-map.js';
+import { LastMap } from '../../internal/last-map.js';
 
 /** What a response said about pacing. Times in ms. */
 export interface RateLimitHint {
@@ -120,7 +128,7 @@ interface Local {
   interval: number;
   /** Wakes the pump's sleep when a pause or a decrease voids its reservation. */
   wake: (() => void) | undefined;
-  /** The server's quota counter as last seen, and when that request was sent (./rate-window.ts). */
+  /** The server's quota counter as last seen, and when that request was sent (./window.ts). */
   readonly window: QuotaWindow;
   /** The refill rate the last response stated (`RateLimitHint.rate`), or `null`. */
   stated: number | null;
@@ -242,7 +250,7 @@ export class RateLimiter {
    * responses); a quota-spent response (`remaining: 0` with a `reset`)
    * pauses the key until the reset, in both modes (located from the
    * remaining counts when they show where windows start, and then a 429 is
-   * no cut: ./rate-window.ts); every other response
+   * no cut: ./window.ts); every other response
    * but a 503 with a hint (404s too) lets an engaged adaptive key grow.
    * A 429's `retryAfter` paces its own retry only; `Retry-After: 0` is no
    * throttle at all.
@@ -258,14 +266,14 @@ export class RateLimiter {
     const spent =
       hint.remaining === 0 && reset !== undefined && reset > 0 && Number.isFinite(reset);
     const sentAt = hint.sentAt ?? null;
-    /** The window's end, when its count says it is spent by now, though not 0 (rate-window.ts). */
+    /** The window's end, when its count says it is spent by now, though not 0 (window.ts). */
     let ahead: number | undefined;
     if (hint.remaining !== undefined && sentAt !== null) {
       const predicted = spentBy(local.window, hint.remaining, sentAt, now);
       if (!spent) ahead = predicted;
       windowSeen(local.window, hint.remaining, sentAt);
     }
-    // A located reset (rate-window.ts) ends the pause, and so the refusals,
+    // A located reset (window.ts) ends the pause, and so the refusals,
     // at the window's own end: a 429 of an engaged key then is no cut.
     const located = spent ? locateReset(local.window, now, reset) : undefined;
     const rate = hint.rate;
@@ -401,7 +409,7 @@ export class RateLimiter {
         }
         held = null;
         if (head.done) continue;
-        // The other clients spent the window since the last count (rate-window.ts): the
+        // The other clients spent the window since the last count (window.ts): the
         // head would be refused; the key pauses to the window's end first (once a window).
         const spent = spentNow(local.window, this.#clock.now());
         if (spent !== undefined) {
