@@ -158,14 +158,10 @@ export interface Lesson {
 }
 
 /**
- * Reads a response of a key (docs/policies.md, "Signals"): a 429 cuts an
- * adaptive key (engaging it once this process has seen enough responses); a
- * quota-spent response (`remaining: 0` with a `reset`) pauses the key until
- * the reset, in both modes (located from the remaining counts when they show
- * where windows start, and then a 429 is no cut: ./window.ts); every other
- * response but a 503 with a hint (404s too) lets an engaged adaptive key
- * grow. A 429's `retryAfter` paces its own retry only; `Retry-After: 0` is
- * no throttle at all. `active`: the key is engaged (adaptive) in this
+ * Reads a response of a key into what it asks of the store: the rules are
+ * `RateLimiter.onResponse`'s (./limiter.ts; docs/policies.md, "Signals").
+ * Notes the quota window in both modes (`fixed` or adaptive) and, when
+ * adaptive, counts the response. `active`: the key is engaged in this
  * process. `undefined`: nothing to tell the store.
  */
 export function readResponse(

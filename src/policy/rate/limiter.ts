@@ -39,7 +39,7 @@ import {
 import { ADAPTIVE, type ResolvedRateLimitOptions } from './options.js';
 import { spentNow } from './window.js';
 
-export { ENGAGE_SAMPLES, ENGAGE_SPAN_MS, type RateLimitHint, RECENT_MS } from './learn.js';
+export type { RateLimitHint } from './learn.js';
 export {
   ADAPTIVE,
   type RateLimitOptions,
