@@ -2,7 +2,7 @@
  * Typed listeners: what staunch did, with method and a redacted URL, never a
  * header or a body. A throwing listener never breaks the request.
  */
-import type { CircuitState } from './policy/breaker-ops.js';
+import type { CircuitState } from './policy/breaker/ops.js';
 import type { ReplayRequest } from './replay.js';
 import type { PacingSource } from './retry/server-delay.js';
 

@@ -8,9 +8,10 @@ import { type AttemptBody, cancelStreamBody, encodeFormData, prepareBody } from 
 import { CLIENT_KEYS, type ClientOptions, type Runtime, resolveRuntime } from './client.js';
 import { emit } from './events.js';
 import type { Exchange, LogicalRequest } from './executor/index.js';
-import { noop, type Random } from './internal/clock.js';
+import { hasHeader, headerPairs, headerValue, withHeader } from './fetch-headers.js';
+import { discardResponse, keepLinkWhileBodyLives } from './fetch-response.js';
+import type { Random } from './internal/clock.js';
 import { steadyDeadlines } from './internal/deadlines.js';
-import { DRAIN_LIMIT } from './internal/limits.js';
 import { collectSecrets, redactUrl } from './internal/redact.js';
 import { checkObject, describe, keysOf } from './internal/validate.js';
 import { checkHeaderName } from './options.js';
@@ -84,8 +85,6 @@ const OPTION_KEYS: readonly string[] = [
   ...CLIENT_KEYS,
 ];
 
-/** Bytes of a failed response read so that its connection can be reused; past that it is cancelled. */
-
 /**
  * Creates a fetch that retries only what is safe, honours the server's pacing
  * and holds its deadlines.
@@ -132,7 +131,6 @@ interface FetchRuntime extends Runtime {
   readonly layers: { readonly header: string; outer: boolean } | undefined;
 }
 
-type Headers_ = RequestInit['headers'];
 type Init = Omit<StaunchRequestInit, 'staunch' | 'idempotencyKey'>;
 
 /**
@@ -378,16 +376,6 @@ function oneLayer(
   return layers.outer;
 }
 
-function headerValue(headers: Headers_ | undefined, name: string): string | undefined {
-  if (headers === undefined) return undefined;
-  const lower = name.toLowerCase();
-  if (typeof (headers as Headers).get === 'function') {
-    return (headers as Headers).get(lower) ?? undefined;
-  }
-  for (const [n, v] of headerPairs(headers)) if (n.toLowerCase() === lower) return v;
-  return undefined;
-}
-
 function isRequest(input: unknown): input is Request {
   return (
     (typeof Request !== 'undefined' && input instanceof Request) ||
@@ -422,31 +410,6 @@ async function fromRequest(request: Request, init: Init): Promise<Init> {
   return Object.assign(out, init);
 }
 
-function hasHeader(headers: Headers_ | undefined, name: string): boolean {
-  if (headers === undefined) return false;
-  const lower = name.toLowerCase();
-  if (typeof (headers as Headers).has === 'function') return (headers as Headers).has(lower);
-  if (Array.isArray(headers)) return headers.some(([n]) => n?.toLowerCase() === lower);
-  return Object.keys(headers).some((n) => n.toLowerCase() === lower);
-}
-
-function withHeader(
-  headers: Headers_ | undefined,
-  name: string,
-  value: string,
-): [string, string][] {
-  const h = new Headers(headers);
-  h.set(name, value);
-  return [...h];
-}
-
-function headerPairs(headers: Headers_ | undefined): Iterable<readonly [string, string]> {
-  if (headers === undefined) return [];
-  if (Array.isArray(headers)) return headers as [string, string][];
-  if (typeof (headers as Headers).entries === 'function') return (headers as Headers).entries();
-  return Object.entries(headers as Record<string, string>);
-}
-
 function uuid(random: Random): string {
   const c = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
   if (typeof c?.randomUUID === 'function') return c.randomUUID();
@@ -456,54 +419,4 @@ function uuid(random: Random): string {
   hex[16] = ((Number.parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
   const s = hex.join('');
   return `${s.slice(0, 8)}-${s.slice(8, 12)}-${s.slice(12, 16)}-${s.slice(16, 20)}-${s.slice(20)}`;
-}
-
-/**
- * Releases a failed response before the next attempt: reads up to
- * `DRAIN_LIMIT` bytes so the keep-alive connection can be reused, cancels past
- * that, and cancels whatever is left when `stop` settles (the backoff is over).
- */
-async function discardResponse(response: Response, stop: Promise<unknown>): Promise<void> {
-  const body = response.body;
-  if (body === null || body.locked) return;
-  const length = Number(response.headers.get('content-length'));
-  if (length > DRAIN_LIMIT) {
-    await body.cancel();
-    return;
-  }
-  const reader = body.getReader();
-  let stopped = false;
-  const cancel = (): void => {
-    if (stopped) return;
-    stopped = true;
-    reader.cancel().catch(noop);
-  };
-  stop.then(cancel, cancel);
-  let read = 0;
-  try {
-    while (!stopped) {
-      const { done, value } = await reader.read();
-      if (done) {
-        stopped = true;
-        return;
-      }
-      read += value.byteLength;
-      if (read > DRAIN_LIMIT) cancel();
-    }
-  } catch {
-    cancel();
-  }
-}
-
-/**
- * The caller's signal must still abort the body after the response is handed
- * back, so its link to the attempt stays until the body can no longer be read:
- * at once for a bodiless response, else when the body stream is collected.
- */
-const bodyLinks = new FinalizationRegistry<() => void>((unlink) => unlink());
-
-function keepLinkWhileBodyLives(response: Response, unlink: () => void): void {
-  const body = response.body;
-  if (body === null) unlink();
-  else bodyLinks.register(body, unlink);
 }

@@ -1,11 +1,11 @@
 /**
  * After an attempt that was not handed back: the decision (retry/decide.ts), the budget's charge
- * (policy/budget.ts), `retry` (said when decided, before the wait), and the wait itself.
+ * (policy/budget/budget.ts), `retry` (said when decided, before the wait), and the wait itself.
  */
 import { defined, emit, type GiveUpReason } from '../events.js';
 import { noop } from '../internal/clock.js';
 import { sleepUnder } from '../internal/signals.js';
-import { chargesBudget } from '../policy/budget.js';
+import { chargesBudget } from '../policy/budget/budget.js';
 import { type Decision, decide } from '../retry/decide.js';
 import type { Flight } from './flight.js';
 import type { Failure, Lesson, Setup } from './types.js';

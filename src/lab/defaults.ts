@@ -6,9 +6,9 @@
  * that answers like it on a grid of probes is the one named.
  */
 import { DEFAULT_RETRY } from '../options.js';
-import { breakerDefaults } from '../policy/breaker.js';
-import { budgetDefaults } from '../policy/budget.js';
-import { resolveRateLimitOptions } from '../policy/rate-options.js';
+import { breakerDefaults } from '../policy/breaker/breaker.js';
+import { budgetDefaults } from '../policy/budget/budget.js';
+import { resolveRateLimitOptions } from '../policy/rate/options.js';
 import { type Backoff, exponentialBackoff, type Jitter } from '../retry/backoff.js';
 
 /** What a backoff was recognised as. */

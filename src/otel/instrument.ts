@@ -25,7 +25,7 @@ import type { StaunchListeners } from '../events.js';
 import type { FetchLike } from '../fetch.js';
 import { redactUrl } from '../internal/redact.js';
 import { checkObject, describe } from '../internal/validate.js';
-import { type BudgetOptions, resolveBudgetOptions } from '../policy/budget.js';
+import { type BudgetOptions, resolveBudgetOptions } from '../policy/budget/budget.js';
 import { originKey, type PolicyKey } from '../policy/policies.js';
 import { upperMethod } from '../request-options.js';
 import type { StateStore } from '../store/store.js';

@@ -5,14 +5,14 @@
  * the breaker's state and the retry budget's balance.
  */
 import type { Meter, ObservableResult, Attributes as OtelAttributes } from '@opentelemetry/api';
-import type { CircuitState } from '../policy/breaker-ops.js';
+import type { CircuitState } from '../policy/breaker/ops.js';
 import {
   BUDGET_KEY_PREFIX,
   BUDGET_MEMORY_MS,
   type BudgetArgs,
   budgetDeposit,
   type ResolvedBudgetOptions,
-} from '../policy/budget.js';
+} from '../policy/budget/budget.js';
 import type { PolicyKey } from '../policy/policies.js';
 import type { StateStore } from '../store/store.js';
 import type { Attributes } from './attributes.js';

@@ -17,9 +17,9 @@ import { type Clock, noop } from '../internal/clock.js';
 import type { LogicalRequest } from '../request.js';
 import { isInvalidRequest } from '../retry/classify.js';
 import type { ServerPacing } from '../retry/server-delay.js';
-import type { BreakerAdmission, BreakerTicket, CircuitBreaker } from './breaker.js';
+import type { BreakerAdmission, BreakerTicket, CircuitBreaker } from './breaker/breaker.js';
 import type { Policies } from './policies.js';
-import type { RateLimitHint } from './rate-limiter.js';
+import type { RateLimitHint } from './rate/limiter.js';
 import { ignoreRejection, isPromiseLike } from './store-call.js';
 
 /** What the policies granted one attempt. */

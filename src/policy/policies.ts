@@ -12,14 +12,14 @@ import {
   type BreakerStateChange,
   CircuitBreaker,
   resolveBreakerOptions,
-} from './breaker.js';
-import { type BudgetOptions, RetryBudget, resolveBudgetOptions } from './budget.js';
+} from './breaker/breaker.js';
+import { type BudgetOptions, RetryBudget, resolveBudgetOptions } from './budget/budget.js';
 import {
   ConcurrencyLimiter,
   type ConcurrencyOptions,
   resolveConcurrencyOptions,
 } from './concurrency.js';
-import { RateLimiter, type RateLimitOptions, resolveRateLimitOptions } from './rate-limiter.js';
+import { RateLimiter, type RateLimitOptions, resolveRateLimitOptions } from './rate/limiter.js';
 
 /** What a policy key function sees of a request. */
 export interface PolicyRequest {

@@ -6,7 +6,7 @@
  * `createFetch` needs nothing from here: `memoryStore` is on the core entry.
  */
 
-export { BREAKER_KEY_PREFIX } from '../policy/breaker.js';
+export { BREAKER_KEY_PREFIX } from '../policy/breaker/breaker.js';
 export type {
   BreakerAdmitArgs,
   BreakerAdmitResult,
@@ -15,11 +15,11 @@ export type {
   BreakerRecordArgs,
   BreakerRecordResult,
   BreakerState,
-} from '../policy/breaker-ops.js';
-export { BREAKER_BUCKETS, breakerAdmit, breakerRecord } from '../policy/breaker-ops.js';
-export type { BudgetArgs, BudgetState } from '../policy/budget.js';
-export { BUDGET_KEY_PREFIX, budgetDeposit, budgetWithdraw } from '../policy/budget.js';
-export { RATE_KEY_PREFIX } from '../policy/rate-limiter.js';
+} from '../policy/breaker/ops.js';
+export { BREAKER_BUCKETS, breakerAdmit, breakerRecord } from '../policy/breaker/ops.js';
+export type { BudgetArgs, BudgetState } from '../policy/budget/budget.js';
+export { BUDGET_KEY_PREFIX, budgetDeposit, budgetWithdraw } from '../policy/budget/budget.js';
+export { RATE_KEY_PREFIX } from '../policy/rate/limiter.js';
 export type {
   RateAcquireArgs,
   RateAcquireResult,
@@ -29,8 +29,8 @@ export type {
   RateRefundArgs,
   RateSignal,
   RateState,
-} from '../policy/rate-ops.js';
-export { rateAcquire, rateFeedback, rateRefund } from '../policy/rate-ops.js';
+} from '../policy/rate/ops.js';
+export { rateAcquire, rateFeedback, rateRefund } from '../policy/rate/ops.js';
 export type { MemoryStore, MemoryStoreOptions } from './memory.js';
 export { memoryStore } from './memory.js';
 export type { Json, StateStore, StoreOperation, StoreStatus, StoreUpdate } from './store.js';

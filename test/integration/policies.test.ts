@@ -10,8 +10,8 @@ import {
   QueueFullError,
   QueueTimeoutError,
 } from '../../src/index.js';
-import { breakerDefaults } from '../../src/policy/breaker.js';
-import { PROBE_FLOOR_MS } from '../../src/policy/breaker-ops.js';
+import { breakerDefaults } from '../../src/policy/breaker/breaker.js';
+import { PROBE_FLOOR_MS } from '../../src/policy/breaker/ops.js';
 import { flush, until } from '../helpers/clock.js';
 import { client } from '../helpers/harness.js';
 import { httpServer, type TestServer } from '../helpers/server.js';

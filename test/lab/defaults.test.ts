@@ -7,8 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { backoffShape, describeBackoff, staunchDefaults } from '../../src/lab/defaults.js';
 import { strategyConfig } from '../../src/lab/strategies.js';
 import { DEFAULT_RETRY } from '../../src/options.js';
-import { breakerDefaults } from '../../src/policy/breaker.js';
-import { budgetDefaults } from '../../src/policy/budget.js';
+import { breakerDefaults } from '../../src/policy/breaker/breaker.js';
+import { budgetDefaults } from '../../src/policy/budget/budget.js';
 import { constantBackoff, exponentialBackoff } from '../../src/retry/backoff.js';
 import { delaysOf } from '../helpers/backoff.js';
 

@@ -4,7 +4,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
-import { join, resolve } from 'node:path';
+import { join, resolve, sep } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { closure, cycles, type Import, importsOf, sourceFiles } from './imports.js';
 
@@ -187,5 +187,18 @@ test('docs/architecture.md names every file and folder of src/lab/, and only tho
     .sort();
   // The lab table's first column: | `lab/name/` | or | `lab/name.ts` |
   const named = [...doc.matchAll(/^\| `lab\/([\w-]+(?:\/|\.ts))` \|/gm)].map((m) => m[1]).sort();
+  expect(named).toEqual(actual);
+});
+
+test('docs/architecture.md names every file of src/policy/ and its folders, and only those', () => {
+  const doc = readFileSync(join(root, 'docs/architecture.md'), 'utf8');
+  const actual = readdirSync(join(src, 'policy'), { recursive: true, encoding: 'utf8' })
+    .map((f) => f.split(sep).join('/'))
+    .filter((f) => f.endsWith('.ts'))
+    .sort();
+  // The policies table's first column: | `policy/name.ts` | or | `policy/folder/name.ts` |
+  const named = [...doc.matchAll(/^\| `policy\/((?:[\w-]+\/)?[\w-]+\.ts)` \|/gm)]
+    .map((m) => m[1])
+    .sort();
   expect(named).toEqual(actual);
 });

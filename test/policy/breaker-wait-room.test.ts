@@ -5,7 +5,7 @@
  * succeeds, and halves when the circuit opens again during the release.
  */
 import { describe, expect, test } from 'vitest';
-import { type BreakerPeek, BreakerWaitingRoom } from '../../src/policy/breaker-wait.js';
+import { type BreakerPeek, BreakerWaitingRoom } from '../../src/policy/breaker/wait.js';
 import { fakeClock, flush } from '../helpers/clock.js';
 
 const KEY = 'https://api.example.com';

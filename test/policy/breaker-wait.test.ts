@@ -12,8 +12,8 @@ import {
   type RetryEvent,
   type WaitEvent,
 } from '../../src/index.js';
-import { breakerDefaults } from '../../src/policy/breaker.js';
-import { type BreakerConfig, type BreakerState, waitBreak } from '../../src/policy/breaker-ops.js';
+import { breakerDefaults } from '../../src/policy/breaker/breaker.js';
+import { type BreakerConfig, type BreakerState, waitBreak } from '../../src/policy/breaker/ops.js';
 import { flush, until } from '../helpers/clock.js';
 import { client, settled } from '../helpers/harness.js';
 import { httpServer, type TestServer } from '../helpers/server.js';

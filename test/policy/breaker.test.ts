@@ -10,8 +10,8 @@ import {
   PROBE_LEASE_GRACE,
   type ResolvedBreakerOptions,
   resolveBreakerOptions,
-} from '../../src/policy/breaker.js';
-import { breakerAdmit, breakerRecord, PROBE_TURN_MS } from '../../src/policy/breaker-ops.js';
+} from '../../src/policy/breaker/breaker.js';
+import { breakerAdmit, breakerRecord, PROBE_TURN_MS } from '../../src/policy/breaker/ops.js';
 import { memoryStore } from '../../src/store/memory.js';
 import type { StateStore } from '../../src/store/store.js';
 import { fakeClock } from '../helpers/clock.js';

@@ -11,7 +11,7 @@ import {
   floorCap,
   RetryBudget,
   resolveBudgetOptions,
-} from '../../src/policy/budget.js';
+} from '../../src/policy/budget/budget.js';
 import { memoryStore } from '../../src/store/memory.js';
 import { fakeClock } from '../helpers/clock.js';
 import { asyncStore } from './support.js';

@@ -10,8 +10,8 @@ import {
   RATE_KEY_PREFIX,
   RateLimiter,
   rateLimitDefaults,
-} from '../../src/policy/rate-limiter.js';
-import { type RateFeedbackArgs, type RateState, rateFeedback } from '../../src/policy/rate-ops.js';
+} from '../../src/policy/rate/limiter.js';
+import { type RateFeedbackArgs, type RateState, rateFeedback } from '../../src/policy/rate/ops.js';
 import { memoryStore } from '../../src/store/memory.js';
 import { fakeClock } from '../helpers/clock.js';
 import { simulate } from './rate-sim.js';

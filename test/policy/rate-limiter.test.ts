@@ -8,13 +8,13 @@ import {
   type RateLimitOptions,
   rateLimitDefaults,
   resolveRateLimitOptions,
-} from '../../src/policy/rate-limiter.js';
+} from '../../src/policy/rate/limiter.js';
 import {
   type RateState,
   rateAcquire,
   rateFeedback,
   rateRefund,
-} from '../../src/policy/rate-ops.js';
+} from '../../src/policy/rate/ops.js';
 import { memoryStore } from '../../src/store/memory.js';
 import { fakeClock } from '../helpers/clock.js';
 import { simulate } from './rate-sim.js';

@@ -3,7 +3,7 @@
  * with its own limiter, against 40 requests a 1 s window (Retry-After and
  * RateLimit-* to the window's end). Each used to pause only on its own 429
  * or count of 0, so each paid one 429 a window. Counting ahead from the
- * shared counter (rate-window.ts, spentBy), the others stop too. The lab's
+ * shared counter (src/policy/rate/window.ts, spentBy), the others stop too. The lab's
  * simulator: virtual time, the same digits for the same seed.
  */
 import { describe, expect, test } from 'vitest';

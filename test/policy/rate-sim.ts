@@ -1,4 +1,4 @@
-import { RateLimiter, type ResolvedRateLimitOptions } from '../../src/policy/rate-limiter.js';
+import { RateLimiter, type ResolvedRateLimitOptions } from '../../src/policy/rate/limiter.js';
 import { memoryStore } from '../../src/store/memory.js';
 import { fakeClock } from '../helpers/clock.js';
 import { seeded } from './support.js';

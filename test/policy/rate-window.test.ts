@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { RATE_KEY_PREFIX, RateLimiter, rateLimitDefaults } from '../../src/policy/rate-limiter.js';
-import type { RateState } from '../../src/policy/rate-ops.js';
+import { RATE_KEY_PREFIX, RateLimiter, rateLimitDefaults } from '../../src/policy/rate/limiter.js';
+import type { RateState } from '../../src/policy/rate/ops.js';
 import {
   locateReset,
   quotaWindow,
@@ -8,7 +8,7 @@ import {
   spentNow,
   windowEnded,
   windowSeen,
-} from '../../src/policy/rate-window.js';
+} from '../../src/policy/rate/window.js';
 import { memoryStore } from '../../src/store/memory.js';
 import { fakeClock } from '../helpers/clock.js';
 

@@ -1,7 +1,7 @@
 /** The waiting room's heap of deadlines: items come out soonest first, whatever the order in. */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { popDue, pushDue } from '../../src/policy/until-heap.js';
+import { popDue, pushDue } from '../../src/policy/breaker/until-heap.js';
 
 describe('until-heap', () => {
   test('pops in order of `until`, however pushes and pops interleave', () => {

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { budgetDeposit } from '../../src/policy/budget.js';
+import { budgetDeposit } from '../../src/policy/budget/budget.js';
 import { redisStore } from '../../src/redis/store.js';
 import type { StoreStatus } from '../../src/store/store.js';
 import { LIBRARIES, openCluster } from './helpers/clients.js';

@@ -5,7 +5,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BreakerConfig, breakerAdmit, breakerRecord } from '../../src/policy/breaker-ops.js';
+import { type BreakerConfig, breakerAdmit, breakerRecord } from '../../src/policy/breaker/ops.js';
 import type { RedisLibrary } from '../../src/redis/connect.js';
 import { createRedisStore, type RedisStore } from '../../src/redis/store.js';
 import { httpServer, type TestServer } from '../helpers/server.js';

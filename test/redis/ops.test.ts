@@ -7,14 +7,14 @@
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BreakerConfig, breakerAdmit, breakerRecord } from '../../src/policy/breaker-ops.js';
-import { type BudgetArgs, budgetDeposit, budgetWithdraw } from '../../src/policy/budget.js';
+import { type BreakerConfig, breakerAdmit, breakerRecord } from '../../src/policy/breaker/ops.js';
+import { type BudgetArgs, budgetDeposit, budgetWithdraw } from '../../src/policy/budget/budget.js';
 import {
   type RateConfig,
   rateAcquire,
   rateFeedback,
   rateRefund,
-} from '../../src/policy/rate-ops.js';
+} from '../../src/policy/rate/ops.js';
 import { createRedisStore, type RedisStore } from '../../src/redis/store.js';
 import { memoryStore } from '../../src/store/memory.js';
 import type { Json, StoreOperation, StoreStatus } from '../../src/store/store.js';

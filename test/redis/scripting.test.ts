@@ -10,7 +10,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createFetch } from '../../src/index.js';
-import { budgetDeposit } from '../../src/policy/budget.js';
+import { budgetDeposit } from '../../src/policy/budget/budget.js';
 import type { RedisLibrary } from '../../src/redis/connect.js';
 import { RECHECK_MAX, recheckDelay, scriptingRefusal } from '../../src/redis/scripting.js';
 import { createRedisStore } from '../../src/redis/store.js';

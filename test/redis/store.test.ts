@@ -1,9 +1,9 @@
 /** redisStore against a real redis-server: keys, expiry, Redis time, scripts by SHA, fallback. */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { breakerAdmit } from '../../src/policy/breaker-ops.js';
-import { budgetDeposit } from '../../src/policy/budget.js';
-import { rateAcquire } from '../../src/policy/rate-ops.js';
+import { breakerAdmit } from '../../src/policy/breaker/ops.js';
+import { budgetDeposit } from '../../src/policy/budget/budget.js';
+import { rateAcquire } from '../../src/policy/rate/ops.js';
 import { connectRedisStore } from '../../src/redis/connect.js';
 import { redactError } from '../../src/redis/redact.js';
 import { SCRIPTS } from '../../src/redis/scripts.js';

@@ -1,7 +1,7 @@
 /** The limiter's local meter: counting in place gives what the pure record gives. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Meter, meterCount, meterRecord } from '../../src/policy/rate-meter.js';
+import { type Meter, meterCount, meterRecord } from '../../src/policy/rate/meter.js';
 
 describe('meterCount', () => {
   it('counts in place within a bucket and starts a new meter past it', () => {

@@ -1,6 +1,6 @@
 /**
  * The circuit breaker's operations in Lua, line for line the JavaScript of
- * src/policy/breaker-ops.ts (the reference; docs/policies.md is the spec).
+ * src/policy/breaker/ops.ts (the reference; docs/policies.md is the spec).
  */
 
 const COMMON = `

@@ -1,6 +1,6 @@
 /**
  * The retry budget's operations in Lua, line for line the JavaScript of
- * src/policy/budget.ts (the reference; docs/policies.md is the spec).
+ * src/policy/budget/budget.ts (the reference; docs/policies.md is the spec).
  */
 
 const COMMON = `

@@ -1,6 +1,6 @@
 /**
  * The rate limiter's operations in Lua, line for line the JavaScript of
- * src/policy/rate-ops.ts and src/policy/rate-meter.ts (the reference;
+ * src/policy/rate/ops.ts and src/policy/rate/meter.ts (the reference;
  * docs/policies.md is the spec).
  */
 
@@ -39,7 +39,7 @@ local function meterRate(m, t)
 end
 
 -- meterRate, a bucket in progress counted over the time elapsed in it (at least 250 ms):
--- what a cut reads (rate-meter.ts, meterNow).
+-- what a cut reads (rate/meter.ts, meterNow).
 local function meterNow(m, t)
   local rate = meterRate(m, t)
   if m == nil or m == NULL or bucketOf(t) > m[1] then return rate end
@@ -282,7 +282,7 @@ local function join(s, measured, accepted)
     j.wMax = jmax(s.wMax, rate)
   end
   j.plateau = plateauOf(j.rate, j.wMax)
-  -- A refusal noted before the join was of one process's share: forgotten (rate-ops.ts).
+  -- A refusal noted before the join was of one process's share: forgotten (rate/ops.ts).
   j.low = 0
   return j
 end

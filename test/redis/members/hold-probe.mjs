@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 export default async function holdProbe({ store, input }) {
-  const ops = await import(pathToFileURL(join(input.dist, 'policy/breaker-ops.js')).href);
+  const ops = await import(pathToFileURL(join(input.dist, 'policy/breaker/ops.js')).href);
   const admission = await store.run(
     input.key,
     ops.breakerAdmit,

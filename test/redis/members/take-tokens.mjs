@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 export default async function takeTokens({ store, input }) {
-  const ops = await import(pathToFileURL(join(input.dist, 'policy/rate-ops.js')).href);
+  const ops = await import(pathToFileURL(join(input.dist, 'policy/rate/ops.js')).href);
   const statuses = [];
   store.onStatus?.((s) => statuses.push(s));
   const args = { cfg: input.cfg, maxWait: 0, epoch: null };

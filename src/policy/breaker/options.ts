@@ -8,7 +8,7 @@ import {
   positiveFinite,
   positiveInteger,
   readNumber,
-} from '../internal/validate.js';
+} from '../../internal/validate.js';
 
 /** Options of the circuit breaker (`breaker` in `createFetch`). Durations in ms. */
 export interface BreakerOptions {

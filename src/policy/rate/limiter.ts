@@ -2,79 +2,53 @@
  * The rate limiter: per origin key, paces requests client-side instead of
  * sending them to be refused. `'adaptive'` (the default) costs nothing until
  * the upstream first says "too many" for a key, then learns its rate; a fixed
- * `{ rps, burst }` is a plain token bucket. Decisions are store operations
- * (./rate-ops.ts), so a fleet sharing a store shares one bucket per key.
+ * `{ rps, burst }` is a plain token bucket. Decisions are store operations,
+ * so a fleet sharing a store shares one bucket per key.
+ *
+ * Where each decision lives:
+ * - when does it engage, cut, grow or pause? `rateFeedback` (./ops.ts);
+ * - how long must this attempt wait for its token, or is it refused?
+ *   `rateAcquire` (./ops.ts);
+ * - what does a response tell the store, and with what measured rates?
+ *   `readResponse` and `feedbackArgs` (./learn.ts);
+ * - is the server's quota spent, and when does its window end? ./window.ts
+ *   (`spentBy`, `spentNow`, `locateReset`).
+ * This file queues each key's attempts and paces them token by token.
  */
-import { type Clock, noop, startTimer } from '../internal/clock.js';
-import { linkSignal } from '../internal/signals.js';
-import type { StateStore } from '../store/store.js';
-import { type Meter, meterCount, meterCountMany, meterRate, meterSettled } from './rate-meter.js';
+import { type Clock, noop, startTimer } from '../../internal/clock.js';
+import { linkSignal } from '../../internal/signals.js';
+import type { StateStore } from '../../store/store.js';
+import { runOp } from '../store-call.js';
+import {
+  countSent,
+  feedbackArgs,
+  type Learned,
+  type Lesson,
+  learned,
+  type RateLimitHint,
+  readResponse,
+} from './learn.js';
 import {
   type RateAcquireArgs,
   type RateAcquireResult,
   type RateConfig,
-  type RateSignal,
   rateAcquire,
   rateFeedback,
   rateRefund,
-} from './rate-ops.js';
-import { ADAPTIVE, type ResolvedRateLimitOptions } from './rate-options.js';
-import {
-  locateReset,
-  type QuotaWindow,
-  quotaWindow,
-  spentBy,
-  spentNow,
-  windowEnded,
-  windowSeen,
-} from './rate-window.js';
-import { runOp } from './store-call.js';
+} from './ops.js';
+import { ADAPTIVE, type ResolvedRateLimitOptions } from './options.js';
+import { spentNow } from './window.js';
 
+export type { RateLimitHint } from './learn.js';
 export {
   ADAPTIVE,
   type RateLimitOptions,
   type ResolvedRateLimitOptions,
   rateLimitDefaults,
   resolveRateLimitOptions,
-} from './rate-options.js';
+} from './options.js';
 
-import { LastMap } from '../internal/last-map.js';
-
-/** What a response said about pacing. Times in ms. */
-export interface RateLimitHint {
-  /**
-   * The wait the server asked for with this 429 or 503 (`Retry-After`): it
-   * paces that request's retry, not the key. `0` on a 429 is not a throttle.
-   */
-  retryAfter?: number | undefined;
-  /** Requests left in the server's quota (`RateLimit` / `X-RateLimit-Remaining`). */
-  remaining?: number | undefined;
-  /**
-   * With `remaining: 0`: ms until the quota resets. The quota is spent, so
-   * the whole key pauses until then (once per window).
-   */
-  reset?: number | undefined;
-  /**
-   * The sustained rate, per second, at which the server says its quota
-   * refills (a provider's limit over its time-to-full reset). An adaptive key
-   * never grows past it; a spent quota pauses only until the next request
-   * fits (`1000 / rate` ms, if sooner than `reset`) and then goes at it.
-   */
-  rate?: number | undefined;
-  /**
-   * The circuit breaker is releasing a backlog of this key after an outage:
-   * a 429 then engages the key at the pace of the last few hundred ms, and
-   * does not cut an engaged key below what it was accepted at over them,
-   * rather than go by meters the outage's silence deflated.
-   */
-  released?: boolean | undefined;
-  /**
-   * Clock time the attempt was sent. A 429 for a request sent before the
-   * last cut does not cut again (one cut per round trip), and one sent
-   * before a pause began does not extend it; without it, every 429 counts.
-   */
-  sentAt?: number | undefined;
-}
+import { LastMap } from '../../internal/last-map.js';
 
 /**
  * What {@link RateLimiter.acquire} decides. `waited`: ms spent waiting for
@@ -97,18 +71,9 @@ interface Waiter {
   reject(reason: unknown): void;
 }
 
-interface Local {
-  /** Sends of this process (the measured send rate). */
-  meter: Meter | undefined;
-  /** Responses of this process that were not throttled (the accepted rate). */
-  accepted: Meter | undefined;
-  /** Responses, and 429s among them, halved past 64: the recent 429 fraction. */
-  responses: number;
-  refused: number;
-  /** Clock time of the first response counted. */
-  firstAt: number;
-  /** Whether the counts were halved: they no longer span `firstAt` to now. */
-  halved: boolean;
+/** One key in this process: what it learned (./learn.ts) and its queue of attempts. */
+interface Local extends Learned {
+  /** Whether an adaptive key is engaged here: its attempts go through the bucket. */
   active: boolean;
   lastUse: number;
   /** Waiters of this process for this key, in arrival order, from `head` on. */
@@ -120,36 +85,11 @@ interface Local {
   interval: number;
   /** Wakes the pump's sleep when a pause or a decrease voids its reservation. */
   wake: (() => void) | undefined;
-  /** The server's quota counter as last seen, and when that request was sent (./rate-window.ts). */
-  readonly window: QuotaWindow;
-  /** The refill rate the last response stated (`RateLimitHint.rate`), or `null`. */
-  stated: number | null;
-  /** Sends and accepted responses, decayed with a time constant of `RECENT_MS`, as of `*At`. */
-  recentSent: number;
-  recentSentAt: number;
-  recentOk: number;
-  recentOkAt: number;
 }
 
 const OK: RateLimitDecision = Object.freeze({ ok: true, waited: 0 });
 const WAKE: unique symbol = Symbol('wake');
 const IDLE_MS = 60_000;
-/**
- * A 429 engages a key only once this process has seen this many responses
- * over at least `ENGAGE_SPAN_MS`: a rate measured on one or two sends is
- * noise (issue 9: one early 429 slowed a sequential client to 2 req/s).
- */
-export const ENGAGE_SAMPLES = 10;
-export const ENGAGE_SPAN_MS = 500;
-
-/** Time constant of the recent send and accepted rates (a count decayed by e per this many ms). */
-export const RECENT_MS = 250;
-
-/** A count `ms` later, decayed with the time constant {@link RECENT_MS}. */
-function decayed(count: number, ms: number): number {
-  return ms > 0 ? count * Math.exp(-ms / RECENT_MS) : count;
-}
-
 /**
  * The rate limiter for every origin key of one client.
  * @example
@@ -242,10 +182,10 @@ export class RateLimiter {
    * responses); a quota-spent response (`remaining: 0` with a `reset`)
    * pauses the key until the reset, in both modes (located from the
    * remaining counts when they show where windows start, and then a 429 is
-   * no cut: ./rate-window.ts); every other response
+   * no cut: ./window.ts); every other response
    * but a 503 with a hint (404s too) lets an engaged adaptive key grow.
    * A 429's `retryAfter` paces its own retry only; `Retry-After: 0` is no
-   * throttle at all.
+   * throttle at all. The reading is `readResponse` (./learn.ts).
    */
   onResponse(
     key: string,
@@ -254,81 +194,12 @@ export class RateLimiter {
     now: number = this.#clock.now(),
   ): void | Promise<void> {
     const local = this.#local(key, now);
-    const reset = hint.reset;
-    const spent =
-      hint.remaining === 0 && reset !== undefined && reset > 0 && Number.isFinite(reset);
-    const sentAt = hint.sentAt ?? null;
-    /** The window's end, when its count says it is spent by now, though not 0 (rate-window.ts). */
-    let ahead: number | undefined;
-    if (hint.remaining !== undefined && sentAt !== null) {
-      const predicted = spentBy(local.window, hint.remaining, sentAt, now);
-      if (!spent) ahead = predicted;
-      windowSeen(local.window, hint.remaining, sentAt);
-    }
-    // A located reset (rate-window.ts) ends the pause, and so the refusals,
-    // at the window's own end: a 429 of an engaged key then is no cut.
-    const located = spent ? locateReset(local.window, now, reset) : undefined;
-    const rate = hint.rate;
-    const told = rate !== undefined && rate > 0 && Number.isFinite(rate) ? rate : null;
-    // A window that refills at a stated rate has room for the next request sooner than full.
-    const refill = told === null ? Number.POSITIVE_INFINITY : now + Math.ceil(1000 / told);
-    const pauseUntil = spent ? Math.min(located ?? now + reset, refill) : (ahead ?? null);
-    if (spent && refill === Number.POSITIVE_INFINITY) {
-      windowEnded(local.window, located ?? now + reset);
-      local.window.paused = Math.max(local.window.paused, located ?? now + reset);
-    }
-    if (this.#cfg.rps !== null) {
-      if (pauseUntil !== null) return this.#feedback(key, local, 'pause', pauseUntil, sentAt);
-      return;
-    }
-    local.stated = told;
-    const throttled = status === 429 && (hint.retryAfter !== 0 || spent);
-    const neutral =
-      !throttled && (status === 429 || (status === 503 && hint.retryAfter !== undefined));
-    if (!neutral) this.#count(local, throttled, now);
-    if (throttled && !(located !== undefined && local.active)) {
-      const joining = !local.active;
-      if (joining && !spent && !this.#enough(local, now)) return;
-      local.active = true;
-      const released = hint.released === true;
-      return this.#feedback(key, local, 'throttle', pauseUntil, sentAt, joining, released);
-    }
-    if (pauseUntil !== null) {
-      local.active = true;
-      return this.#feedback(key, local, 'pause', pauseUntil, sentAt);
-    }
-    if (!neutral && local.active) return this.#feedback(key, local, 'success', null, sentAt);
-  }
-
-  /** Counts a response for the accepted rate and the recent 429 fraction. */
-  #count(local: Local, refused: boolean, now: number): void {
-    this.#tally(local, refused, now, 1);
-    if (!refused) {
-      local.recentOk = decayed(local.recentOk, now - local.recentOkAt) + 1;
-      local.recentOkAt = now;
-    }
-  }
-
-  /**
-   * Counts `count` responses at `now` (within one meter bucket) for the
-   * recent 429 fraction and, unless `refused` (429s), the accepted meter.
-   */
-  #tally(local: Local, refused: boolean, now: number, count: number): void {
-    if (local.responses === 0) local.firstAt = now;
-    for (let i = 0; i < count; i++) {
-      if (local.responses >= 64) {
-        local.responses /= 2;
-        local.refused /= 2;
-        local.halved = true;
-      }
-      local.responses++;
-      if (refused) local.refused++;
-    }
-    if (!refused) local.accepted = meterCountMany(local.accepted, now, count);
-  }
-
-  #enough(local: Local, now: number): boolean {
-    return local.responses >= ENGAGE_SAMPLES && now - local.firstAt >= ENGAGE_SPAN_MS;
+    const fixed = this.#cfg.rps !== null;
+    const lesson = readResponse(local, fixed, local.active, status, hint, now);
+    if (lesson === undefined) return;
+    // A throttle or a pause engages an adaptive key here (a success comes only once engaged).
+    if (!fixed && lesson.signal !== 'success') local.active = true;
+    return this.#feedback(key, local, lesson);
   }
 
   /**
@@ -401,11 +272,15 @@ export class RateLimiter {
         }
         held = null;
         if (head.done) continue;
-        // The other clients spent the window since the last count (rate-window.ts): the
+        // The other clients spent the window since the last count (window.ts): the
         // head would be refused; the key pauses to the window's end first (once a window).
         const spent = spentNow(local.window, this.#clock.now());
         if (spent !== undefined) {
-          await this.#feedback(key, local, 'pause', spent, null).catch(noop);
+          await this.#feedback(key, local, {
+            signal: 'pause',
+            pauseUntil: spent,
+            sentAt: null,
+          }).catch(noop);
           continue;
         }
         this.#shift(local);
@@ -460,60 +335,10 @@ export class RateLimiter {
     ).catch(noop);
   }
 
-  #feedback(
-    key: string,
-    local: Local,
-    signal: RateSignal,
-    pauseUntil: number | null,
-    sentAt: number | null,
-    joining = false,
-    released = false,
-  ): Promise<void> {
+  /** Tells the store what a response taught (`rateFeedback`), and acts on its answer here. */
+  #feedback(key: string, local: Local, lesson: Lesson): Promise<void> {
     const now = this.#clock.now();
-    // Until the counts are halved they span firstAt..now: a mean over that
-    // span, unlike the meter, is not deflated by a client's idle spells
-    // (every loop sleeping out a Retry-After, say).
-    const span = Math.max(ENGAGE_SPAN_MS, now - local.firstAt) / 1000;
-    const mean = (n: number) => (local.halved ? 0 : n / span);
-    // A 429 in the release of a backlog after an outage: also the rates of the last few
-    // hundred ms, so that the key engages at the backlog's own pace and a cut stops at what it
-    // was just accepted at, not at meters the outage's silence deflated (issue 9: 66/s against
-    // a capacity of 120; a flapping upstream's drains cut to 0.85 ×). Not otherwise: at the
-    // start of a quota they would count the server's burst as its rate. A count decayed since each
-    // event over-counts a steady stream by half an event: taken off, 50/s reads 50/s.
-    const recentRate = (count: number, at: number) =>
-      (Math.max(0, decayed(count, now - at) - 0.5) * 1000) / RECENT_MS;
-    const recent = (count: number, at: number) => (released ? recentRate(count, at) : 0);
-    const args = {
-      cfg: this.#cfg,
-      signal,
-      pauseUntil,
-      measured: Math.max(
-        meterRate(local.meter, now),
-        mean(local.responses),
-        recent(local.recentSent, local.recentSentAt),
-      ),
-      accepted: Math.max(
-        meterSettled(local.accepted, now),
-        mean(local.responses - local.refused),
-        recent(local.recentOk, local.recentOkAt),
-      ),
-      fraction: local.responses > 0 ? local.refused / local.responses : 0,
-      sentAt,
-      // Where an engagement's curve heads, ungated: only wMax, never the rate itself. Midway
-      // between the recent accepted and send rates: the first 429 of a ramp comes just past
-      // the quota, where the accepted rate still lags, but where several unshared processes
-      // share a quota each one's send rate is past its share (docs/policies.md). A success
-      // never engages, so growth does not pay for it.
-      ...(signal !== 'success' && {
-        peak:
-          (recentRate(local.recentOk, local.recentOkAt) +
-            recentRate(local.recentSent, local.recentSentAt)) /
-          2,
-      }),
-      ...(joining && { joining }),
-      ...(local.stated !== null && { stated: local.stated }),
-    };
+    const args = feedbackArgs(this.#cfg, local, lesson, now);
     return runOp(this.#store, RATE_KEY_PREFIX + key, rateFeedback, args, now, (r) => {
       if (this.#cfg.rps === null && !r.engaged) local.active = false;
       if (r.reset) local.wake?.();
@@ -521,10 +346,8 @@ export class RateLimiter {
   }
 
   #sent(local: Local, now: number = this.#clock.now()): void {
-    local.meter = meterCount(local.meter, now);
+    countSent(local, now);
     local.lastUse = now;
-    local.recentSent = decayed(local.recentSent, now - local.recentSentAt) + 1;
-    local.recentSentAt = now;
   }
 
   #local(key: string, now?: number): Local {
@@ -532,12 +355,7 @@ export class RateLimiter {
     if (local === undefined) {
       if (++this.#calls >= 1024 && this.#calls >= this.#keys.size) this.#sweep();
       local = {
-        meter: undefined,
-        accepted: undefined,
-        responses: 0,
-        refused: 0,
-        firstAt: 0,
-        halved: false,
+        ...learned(),
         active: false,
         lastUse: now ?? this.#clock.now(),
         queue: [],
@@ -545,12 +363,6 @@ export class RateLimiter {
         pumping: false,
         interval: 0,
         wake: undefined,
-        window: quotaWindow(),
-        stated: null,
-        recentSent: 0,
-        recentSentAt: 0,
-        recentOk: 0,
-        recentOkAt: 0,
       };
       this.#keys.set(key, local);
     }

@@ -8,8 +8,8 @@ import {
   describe as describeValue,
   positiveFinite,
   readNumber,
-} from '../internal/validate.js';
-import type { RateConfig } from './rate-ops.js';
+} from '../../internal/validate.js';
+import type { RateConfig } from './ops.js';
 
 /** A fixed token bucket (`rateLimit: { rps, burst }` in `createFetch`). */
 export interface RateLimitOptions {

@@ -1,9 +1,9 @@
 /**
  * The rate limiter's store state and the operations' arguments and results:
- * the JSON that src/policy/rate-ops.ts and its Lua mirror
+ * the JSON that src/policy/rate/ops.ts and its Lua mirror
  * (src/redis/lua/rate.ts) read and write; docs/policies.md is the spec.
  */
-import type { Meter } from './rate-meter.js';
+import type { Meter } from './meter.js';
 
 /** Rate limiter settings as the operations receive them. Rates per second, times in ms. */
 export type RateConfig = {

@@ -4,7 +4,7 @@
  * atomic decision), pauses, and in adaptive mode the learned rate (CUBIC, as
  * in the AWS SDKs' adaptive retry mode). Pure; see docs/policies.md.
  */
-import type { Json, StoreOperation, StoreUpdate } from '../store/store.js';
+import type { Json, StoreOperation, StoreUpdate } from '../../store/store.js';
 import {
   METER_BUCKET_MS,
   meterNow,
@@ -12,7 +12,7 @@ import {
   meterRecord,
   meterSettled,
   meterShift,
-} from './rate-meter.js';
+} from './meter.js';
 import {
   CUT_DEEPEST,
   FUTILE_BAND,
@@ -27,7 +27,7 @@ import {
   type RateTally,
   TALLY_MIN,
   TALLY_REFUSED,
-} from './rate-types.js';
+} from './types.js';
 
 export type {
   RateAcquireArgs,
@@ -39,7 +39,7 @@ export type {
   RateSignal,
   RateState,
   RateTally,
-} from './rate-types.js';
+} from './types.js';
 
 const isNumber = (x: unknown): x is number => typeof x === 'number';
 const isMeter = (m: unknown): boolean =>

@@ -3,7 +3,7 @@
  * now). The memory store runs them in-process; a remote store re-implements
  * each one under its `name` (see docs/policies.md for the exact contract).
  */
-import type { Json, StoreOperation, StoreUpdate } from '../store/store.js';
+import type { Json, StoreOperation, StoreUpdate } from '../../store/store.js';
 
 /** Where a circuit is: passing calls, failing fast, or letting probes through. */
 export type CircuitState = 'closed' | 'open' | 'half-open';

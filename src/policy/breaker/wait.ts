@@ -22,11 +22,11 @@
  * A verdict seen by this process (its own probe's outcome) wakes the room at
  * once; other processes' verdicts are seen at the next poll.
  */
-import { type Clock, noop, startTimer } from '../internal/clock.js';
-import { LastMap } from '../internal/last-map.js';
-import { linkSignal } from '../internal/signals.js';
-import { METER_BUCKET_MS } from './rate-meter.js';
-import { isPromiseLike } from './store-call.js';
+import { type Clock, noop, startTimer } from '../../internal/clock.js';
+import { LastMap } from '../../internal/last-map.js';
+import { linkSignal } from '../../internal/signals.js';
+import { METER_BUCKET_MS } from '../rate/meter.js';
+import { isPromiseLike } from '../store-call.js';
 import { popDue, pushDue } from './until-heap.js';
 
 /** What a peek at the circuit answers: `ok` = closed; `retryAfter: 0` = a probe may go. */

@@ -2,14 +2,20 @@
  * The retry budget: per origin key, retries of failures may add at most
  * `ratio` of the recent first attempts, plus a floor of `minPerSecond`, so
  * one logical request never turns into a storm however many layers retry.
+ *
+ * Where each decision lives, all in this file:
+ * - does this retry cost a token? `chargesBudget`;
+ * - is there a token? `budgetWithdraw` (the store operation), which
+ *   `RetryBudget.take` calls and, when there is none, waits for the floor;
+ * - what a first attempt earns: `budgetDeposit`.
  * @see https://finagle.github.io/blog/2016/02/08/retry-budgets/ (the same idea)
  */
-import { type Clock, noop } from '../internal/clock.js';
-import { LastMap } from '../internal/last-map.js';
-import { sleepUnder } from '../internal/signals.js';
-import { checkObject, nonNegativeFinite, readNumber } from '../internal/validate.js';
-import type { Json, StateStore, StoreOperation, StoreUpdate } from '../store/store.js';
-import { ignoreRejection, runOp, runOpMaybe } from './store-call.js';
+import { type Clock, noop } from '../../internal/clock.js';
+import { LastMap } from '../../internal/last-map.js';
+import { sleepUnder } from '../../internal/signals.js';
+import { checkObject, nonNegativeFinite, readNumber } from '../../internal/validate.js';
+import type { Json, StateStore, StoreOperation, StoreUpdate } from '../../store/store.js';
+import { ignoreRejection, runOp, runOpMaybe } from '../store-call.js';
 
 /** Options of the retry budget (`budget` in `createFetch`). */
 export interface BudgetOptions {

@@ -1,13 +1,23 @@
 /**
  * The circuit breaker: per origin key, closed → open after too many failures,
  * open fails fast, half-open lets a fixed number of probes through. Every
- * decision is one store operation (see ./breaker-ops.ts), so a fleet sharing
- * a store shares one circuit per key.
+ * decision is one store operation, so a fleet sharing a store shares one
+ * circuit per key.
+ *
+ * Where each decision lives:
+ * - when does it open? `breakerRecord` (./ops.ts): the trip rule, consecutive
+ *   failures or the failure ratio over the window, and a failed probe;
+ * - may this attempt go, is it a probe? `breakerAdmit` (./ops.ts);
+ * - how long does it stay open? `open` and `waitBreak` (./ops.ts);
+ * - who waits on an open circuit, and when is the wait released?
+ *   `BreakerWaitingRoom` (./wait.ts).
+ * This file resolves the options, keeps the local view and calls those.
  */
-import type { Clock } from '../internal/clock.js';
-import { LastMap } from '../internal/last-map.js';
-import { type MemoryStore, TOUCH, type Touchable } from '../store/memory.js';
-import type { Json, StateStore } from '../store/store.js';
+import type { Clock } from '../../internal/clock.js';
+import { LastMap } from '../../internal/last-map.js';
+import { type MemoryStore, TOUCH, type Touchable } from '../../store/memory.js';
+import type { Json, StateStore } from '../../store/store.js';
+import { isPromiseLike, runOpMaybe } from '../store-call.js';
 import {
   BREAKER_BUCKETS,
   type BreakerAdmitArgs,
@@ -19,19 +29,18 @@ import {
   breakerAdmit,
   breakerRecord,
   type CircuitState,
-} from './breaker-ops.js';
-import { type BreakerPeek, BreakerWaitingRoom } from './breaker-wait.js';
-import { isPromiseLike, runOpMaybe } from './store-call.js';
+} from './ops.js';
+import { type BreakerPeek, BreakerWaitingRoom } from './wait.js';
 
-export type { BreakerOutcome, CircuitState } from './breaker-ops.js';
+export type { BreakerOutcome, CircuitState } from './ops.js';
 export {
   type BreakerOptions,
   breakerDefaults,
   type ResolvedBreakerOptions,
   resolveBreakerOptions,
-} from './breaker-options.js';
+} from './options.js';
 
-import type { ResolvedBreakerOptions } from './breaker-options.js';
+import type { ResolvedBreakerOptions } from './options.js';
 
 /**
  * Proof of admission, handed back to {@link CircuitBreaker.record}. Opaque:
