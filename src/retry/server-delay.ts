@@ -4,6 +4,7 @@
  * Strict parsers: anything malformed is ignored (→ `undefined`), never guessed.
  */
 import { MAX_TIMER_MS } from '../internal/limits.js';
+import { mostRestrictive, parseRateLimit } from './ratelimit-fields.js';
 
 /** Anything headers can be read from: a `Headers`, or a plain record (any case). */
 export type HeaderSource =
@@ -228,6 +229,28 @@ function param(value: string, names: readonly string[]): number | undefined {
   return undefined;
 }
 
+/** The `RateLimit` field's word: what is left and when it resets, each when said. */
+interface DraftQuota {
+  remaining?: number | undefined;
+  reset?: number | undefined;
+}
+
+/**
+ * Reads `RateLimit`: as the current draft's List of policies, the most
+ * restrictive one speaking for the field; a value that is no List is read
+ * as an earlier draft's `limit=…, remaining=…, reset=…` (or a `t=` beyond
+ * what a structured Integer holds, still a very long wait, never none).
+ */
+function readRateLimit(value: string | undefined): DraftQuota {
+  if (value === undefined) return {};
+  const states = parseRateLimit(value);
+  if (states === undefined) {
+    return { remaining: param(value, ['r', 'remaining']), reset: param(value, ['t', 'reset']) };
+  }
+  const paces = mostRestrictive(states);
+  return { remaining: paces?.remaining, reset: paces?.reset };
+}
+
 /** `X-RateLimit-Reset`: epoch ms, epoch seconds or delta seconds, told apart by magnitude. */
 function parseReset(value: string | undefined, now: number): number | undefined {
   if (value === undefined) return undefined;
@@ -289,16 +312,18 @@ function hasQuotaRecord(record: Readonly<Record<string, unknown>>): boolean {
  * `retry-after-ms`, then `Retry-After`, then the `RateLimit` draft (`t=`, or
  * `reset=` / `RateLimit-Reset` of earlier drafts), then `X-RateLimit-Reset`.
  * Rate-limit reset times count as a delay only when the window is spent
- * (remaining 0) or the remaining count is not given.
+ * (remaining 0) or the remaining count is not given. Of several `RateLimit`
+ * policies, the one whose quota runs out first speaks (least `r`; of spent
+ * ones, the latest `t`).
  *
  * @see https://www.rfc-editor.org/rfc/rfc9110#section-10.2.3
  * @see https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/
  */
 export function readServerPacing(headers: HeaderSource, now: number = Date.now()): ServerPacing {
   const pacing: ServerPacing = {};
-  const ratelimit = readHeader(headers, 'ratelimit');
+  const ratelimit = readRateLimit(readHeader(headers, 'ratelimit'));
   const remaining =
-    (ratelimit === undefined ? undefined : param(ratelimit, ['r', 'remaining'])) ??
+    ratelimit.remaining ??
     count(readHeader(headers, 'ratelimit-remaining')) ??
     count(readHeader(headers, 'x-ratelimit-remaining'));
   if (remaining !== undefined) pacing.remaining = remaining;
@@ -312,9 +337,7 @@ export function readServerPacing(headers: HeaderSource, now: number = Date.now()
       [
         'ratelimit',
         () => {
-          const t =
-            (ratelimit === undefined ? undefined : param(ratelimit, ['t', 'reset'])) ??
-            count(readHeader(headers, 'ratelimit-reset'));
+          const t = ratelimit.reset ?? count(readHeader(headers, 'ratelimit-reset'));
           return t === undefined ? undefined : bounded(t * 1000);
         },
       ],

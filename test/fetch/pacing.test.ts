@@ -58,6 +58,12 @@ describe('a hint is honoured: the delay is at least what the server asked', () =
     ],
     ['RateLimit t=', () => ({ ratelimit: '"default";r=0;t=12' }), 12_000, 'ratelimit'],
     [
+      'RateLimit, the spent one of several policies',
+      () => ({ ratelimit: '"daily";r=900;t=86000, "burst";r=0;t=8' }),
+      8_000,
+      'ratelimit',
+    ],
+    [
       'X-RateLimit-Reset epoch seconds',
       (now: number) => ({ 'x-ratelimit-reset': String(Math.ceil((now + 5000) / 1000)) }),
       5000,
