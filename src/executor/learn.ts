@@ -40,7 +40,13 @@ function fromResponse<R>(setup: Setup, flight: Flight<R>, response: R, done: num
     feedback(policies, flight.key, flight.gate, { status, pacing, sentAt: started }, done);
   }
   if (refined === undefined) return undefined;
-  const verdict: AttemptVerdict = { scope: refined.scope, reason: 'status', stale: false };
+  const inFlight = refined.inFlight === true;
+  const verdict: AttemptVerdict = {
+    scope: refined.scope,
+    reason: 'status',
+    stale: false,
+    inFlight,
+  };
   return { verdict, status, code: undefined, kind, pacing, done };
 }
 
