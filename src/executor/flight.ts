@@ -22,7 +22,7 @@ import type { Clock } from '../internal/clock.js';
 import { redactUrl, scrubbedCause, scrubError } from '../internal/redact.js';
 import { type AdmitContext, type Gate, OPEN_GATE } from '../policy/gate.js';
 import type { Exchange, FirstTicket, LogicalRequest, Outcome } from '../request.js';
-import { classifyError, errorCode, isInvalidRequest } from '../retry/classify.js';
+import { classifyError, errorCode, isInvalidRequest, replayedBy } from '../retry/classify.js';
 import type { Failure } from './types.js';
 
 export class Flight<R> implements AdmitContext, FirstTicket {
@@ -136,7 +136,11 @@ export class Flight<R> implements AdmitContext, FirstTicket {
 
   /** The request ends with `response` (handed back by the adapter or {@link handOver}). */
   done(response: R): R {
-    this.#end({ status: this.exchange.status(response) });
+    const status = this.exchange.status(response);
+    // Read only for a listener: a response's headers are not scanned for nothing.
+    const replayed =
+      this.on.end === undefined ? undefined : replayedBy(this.exchange.headers(response));
+    this.#end(replayed === undefined ? { status } : { status, replayed });
     return response;
   }
 
@@ -146,7 +150,7 @@ export class Flight<R> implements AdmitContext, FirstTicket {
     return error;
   }
 
-  #end(how: { status?: number; code?: string }): void {
+  #end(how: { status?: number; code?: string; replayed?: true }): void {
     const { on, request } = this;
     const giveUp = this.#giveUp;
     if (giveUp !== undefined && on.giveUp !== undefined) {

@@ -6,7 +6,13 @@ import { DeadlineExceededError } from '../errors.js';
 import { type AttemptEvent, defined, emit } from '../events.js';
 import { feedback } from '../policy/gate.js';
 import type { Outcome } from '../request.js';
-import { classifyResponse, errorCode, errorScope, isStaleConnection } from '../retry/classify.js';
+import {
+  classifyResponse,
+  errorCode,
+  errorScope,
+  isStaleConnection,
+  replayedBy,
+} from '../retry/classify.js';
 import type { AttemptVerdict } from '../retry/decide.js';
 import type { Flight } from './flight.js';
 import type { Lesson, Setup } from './types.js';
@@ -34,7 +40,9 @@ function fromResponse<R>(setup: Setup, flight: Flight<R>, response: R, done: num
   const refined =
     status >= 400 ? classifyResponse(setup.classify, request, status, headers) : undefined;
   const kind = refined?.kind;
-  say(setup, flight, done, { status, kind });
+  // Read only for a listener: a response's headers are not scanned for nothing.
+  const replayed = setup.on.attempt === undefined ? undefined : replayedBy(headers);
+  say(setup, flight, done, { status, kind, replayed });
   const pacing = setup.pacing(headers, status, done, policies?.limiter !== undefined);
   if (policies !== undefined) {
     feedback(policies, flight.key, flight.gate, { status, pacing, sentAt: started }, done);

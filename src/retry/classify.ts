@@ -384,6 +384,16 @@ export const KEY_IN_FLIGHT = 'idempotency-key-in-flight';
 export const KEY_MISMATCH = 'idempotency-key-mismatch';
 
 /**
+ * `true` when a response is the server's stored answer to its idempotency
+ * key's first request: `Idempotent-Replayed: true`, as Stripe marks a replay.
+ */
+export function replayedBy(headers: HeaderSource): true | undefined {
+  return readHeader(headers, 'idempotent-replayed')?.trim().toLowerCase() === 'true'
+    ? true
+    : undefined;
+}
+
+/**
  * Who may retry a failure without a response, and why it is worth retrying:
  * a deadline is a `timeout`; the rest as {@link classifyError} reads it.
  */

@@ -96,7 +96,8 @@ async function racePair(url: string, fetch: ReturnType<typeof client>) {
 describe('the Idempotency-Key draft, server side', () => {
   test('a charge whose response was lost is retried with the same key and replayed, never charged twice', async () => {
     const { server, state } = await draftServer({ lose: (i) => i === 0 });
-    const fetch = client();
+    const { listeners, named } = recorder();
+    const fetch = client({ on: listeners });
     const res = await fetch(`${server.url}/charges`, {
       method: 'POST',
       body: '{"amount":42}',
@@ -107,6 +108,10 @@ describe('the Idempotency-Key draft, server side', () => {
     expect(state.charges).toBe(1);
     expect(server.seen.idempotencyKeys).toEqual(['order-42', 'order-42']);
     expect(new Set(server.seen.bodies)).toEqual(new Set(['{"amount":42}']));
+    // The replay is said on the attempt that got it, and on the end.
+    const attempts = named('attempt');
+    expect(attempts.map((event) => event.replayed)).toEqual([undefined, true]);
+    expect(named('end')).toMatchObject([{ status: 201, replayed: true }]);
   });
 
   test('a key reused with another payload: the 422 comes back as it is, at once, and charges nothing', async () => {
@@ -142,6 +147,8 @@ describe('the Idempotency-Key draft, server side', () => {
     expect(named('wait').map((event) => event.reason)).toEqual(['backoff']);
     expect(named('breakerStateChange')).toEqual([]);
     expect(named('end').map((event) => event.status)).toEqual([201, 201]);
+    // Only the call that waited got the stored response: only it is said replayed.
+    expect(named('end').filter((event) => event.replayed === true)).toHaveLength(1);
   });
 
   test("a 409's Retry-After paces the keyed retry", async () => {
