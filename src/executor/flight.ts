@@ -7,6 +7,7 @@ import {
   DeadlineExceededError,
   type DeadlineScope,
   deadlineExceeded,
+  IdempotencyKeyMismatchError,
   networkFailure,
   type StaunchErrorOptions,
 } from '../errors.js';
@@ -18,7 +19,7 @@ import {
   type StaunchListeners,
   type WaitReason,
 } from '../events.js';
-import type { Clock } from '../internal/clock.js';
+import { type Clock, noop } from '../internal/clock.js';
 import { redactUrl, scrubbedCause, scrubError } from '../internal/redact.js';
 import { type AdmitContext, type Gate, OPEN_GATE } from '../policy/gate.js';
 import type { Exchange, FirstTicket, LogicalRequest, Outcome } from '../request.js';
@@ -123,6 +124,21 @@ export class Flight<R> implements AdmitContext, FirstTicket {
     }
     if (outcome.ok) return this.handOver(outcome);
     throw this.failure(outcome.error);
+  }
+
+  /** A keyed 422 ends the request as an error: its response is released, never handed back. */
+  mismatch(outcome: Outcome<R>): IdempotencyKeyMismatchError {
+    if (outcome.ok) {
+      outcome.unlink();
+      this.exchange.discard(outcome.response, Promise.resolve()).catch(noop);
+    }
+    const { method } = this.request;
+    const message = `${method} ${this.url()}: 422, the idempotency key was used before with another payload; a new payload needs a new key`;
+    return new IdempotencyKeyMismatchError(message, {
+      method,
+      url: this.url(),
+      attempts: this.attempt,
+    });
   }
 
   /** The response goes back to the caller; the caller's signal stays linked as the adapter says. */

@@ -55,7 +55,8 @@ function fromResponse<R>(setup: Setup, flight: Flight<R>, response: R, done: num
     stale: false,
     inFlight,
   };
-  return { verdict, status, code: undefined, kind, pacing, done };
+  const mismatch = refined.mismatch === true;
+  return { verdict, status, code: undefined, kind, pacing, mismatch, done };
 }
 
 function fromError(setup: Setup, flight: Flight<unknown>, error: unknown, done: number): Lesson {

@@ -367,7 +367,7 @@ export function classifyResponse(
   },
   status: number,
   headers: HeaderSource,
-): { scope: RetryScope; kind?: string; inFlight?: true } {
+): { scope: RetryScope; kind?: string; inFlight?: true; mismatch?: true } {
   const keyed = (status === 409 || status === 422) && request.keyed?.() === true;
   const scope = classifyStatus(status, headers, request.retry.statuses, keyed);
   const outcome = { method: request.method, url: request.url, status, headers, scope };
@@ -375,7 +375,9 @@ export function classifyResponse(
   if (!keyed) return refined;
   // The draft's answers get a kind of their own on the events, unless the hook gave one.
   const kind = refined.kind ?? (status === 409 ? KEY_IN_FLIGHT : KEY_MISMATCH);
-  return status === 409 ? { ...refined, kind, inFlight: true } : { ...refined, kind };
+  return status === 409
+    ? { ...refined, kind, inFlight: true }
+    : { ...refined, kind, mismatch: true };
 }
 
 /** The `kind` of a 409 to a keyed request: its key's first request is still in flight. */

@@ -7,7 +7,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { describe, expect, test } from 'vitest';
-import { createFetch, type StaunchOptions } from '../../src/index.js';
+import { createFetch, IdempotencyKeyMismatchError, type StaunchOptions } from '../../src/index.js';
 import { KEY_IN_FLIGHT } from '../../src/retry/classify.js';
 import { faultFetch, type SeenRequest, testClock } from '../../src/testing/index.js';
 import { faultServer } from '../../src/testing/server.js';
@@ -122,6 +122,40 @@ describe('the Idempotency-Key draft, server side', () => {
     expect([first.status, second.status, await second.text()]).toEqual([201, 422, 'key reused']);
     expect(server.seen.attempts).toBe(2);
     expect(state.charges).toBe(1);
+  });
+
+  test("with idempotency.mismatch: 'throw', a keyed 422 is thrown as IdempotencyKeyMismatchError, never retried", async () => {
+    const { server, state } = await draftServer();
+    const { listeners, named } = recorder();
+    const fetch = client({
+      on: listeners,
+      idempotency: { mismatch: 'throw' },
+      retry: { statuses: [422, 500] },
+    });
+    const url = `${server.url}/charges?api_key=SENTINEL-SECRET`;
+    await fetch(url, { method: 'POST', body: 'a', idempotencyKey: 'k' });
+    const error = await fetch(url, { method: 'POST', body: 'b', idempotencyKey: 'k' }).then(
+      () => undefined,
+      (reason: unknown) => reason,
+    );
+    expect(error).toBeInstanceOf(IdempotencyKeyMismatchError);
+    const mismatch = error as IdempotencyKeyMismatchError;
+    expect(mismatch).toMatchObject({ code: 'STAUNCH_IDEMPOTENCY_KEY_MISMATCH', status: 422 });
+    expect(mismatch.attempts).toBe(1);
+    expect(mismatch.message).toMatch(/another payload/);
+    expect(JSON.stringify(mismatch.toJSON()) + mismatch.message).not.toContain('SENTINEL');
+    // The 422 was in retry.statuses: still sent once, and nothing was charged twice.
+    expect([server.seen.attempts, state.charges]).toEqual([2, 1]);
+    expect(named('retry')).toEqual([]);
+    expect(named('end')[1]).toMatchObject({ code: 'STAUNCH_IDEMPOTENCY_KEY_MISMATCH' });
+  });
+
+  test('idempotency.mismatch takes only return or throw', () => {
+    const make = (mismatch: unknown) => () =>
+      createFetch({ idempotency: { mismatch } } as unknown as StaunchOptions);
+    expect(make('yes')).toThrow(TypeError);
+    expect(make('yes')).toThrow(/idempotency\.mismatch must be 'return' or 'throw', got/);
+    expect(make('return')).not.toThrow();
   });
 
   test('a keyed POST that meets its key in flight (409) waits, is sent again with the key and gets the stored response', async () => {
