@@ -170,6 +170,7 @@ export function resolveRuntime(
     policies,
     classify: options.classify,
     pacing: options.pacing,
+    mismatch: idempotency.mismatch,
   });
   const defaults: RequestSettings = Object.freeze({ retry, timeout, key: undefined });
   return Object.freeze({ executor, retry, timeout, idempotency, random, on, defaults });

@@ -17,7 +17,8 @@ export type StaunchErrorCode =
   | 'STAUNCH_QUEUE_TIMEOUT'
   | 'STAUNCH_SSRF_BLOCKED'
   | 'STAUNCH_EVENT_STREAM'
-  | 'STAUNCH_RESUME';
+  | 'STAUNCH_RESUME'
+  | 'STAUNCH_IDEMPOTENCY_KEY_MISMATCH';
 
 /** Where a failure happened; every field is optional and already redacted. */
 export interface StaunchErrorOptions {
@@ -152,6 +153,18 @@ export class QueueFullError extends StaunchError {
 /** A request waited in the concurrency queue past `queueTimeout` or its deadline. */
 export class QueueTimeoutError extends StaunchError {
   static override readonly code: StaunchErrorCode = 'STAUNCH_QUEUE_TIMEOUT';
+}
+
+/**
+ * The server answered 422 to a keyed request: its idempotency key was used
+ * before with another payload (the Idempotency-Key draft). Sending it again
+ * cannot help; a new payload needs a new key. Thrown only with
+ * `idempotency.mismatch: 'throw'`; by default the 422 is returned.
+ */
+export class IdempotencyKeyMismatchError extends StaunchError {
+  static override readonly code: StaunchErrorCode = 'STAUNCH_IDEMPOTENCY_KEY_MISMATCH';
+  /** The status the server answered. */
+  readonly status = 422;
 }
 
 /** The SSRF guard refused to connect to an address. */

@@ -30,6 +30,11 @@ export interface AttemptEvent extends RequestEvent {
   code?: string;
   /** What kind of failed status it was, when the `classify` option said (`tokens`, `insufficient_quota`…). */
   kind?: string;
+  /**
+   * `true` when the response is the server's stored answer to the idempotency
+   * key's first request (`Idempotent-Replayed: true`, as Stripe sends it).
+   */
+  replayed?: true;
   /** ms from the attempt's start to its response headers or its failure. */
   duration: number;
 }
@@ -129,6 +134,8 @@ export interface RequestEndEvent extends RequestEvent {
   attempts: number;
   /** The status handed back, when a response was. */
   status?: number;
+  /** `true` when the response handed back is a replay (`Idempotent-Replayed: true`). */
+  replayed?: true;
   /** The error's code (`STAUNCH_DEADLINE`, `ECONNRESET`…), when one was thrown. */
   code?: string;
   /** ms from the call to the response headers handed back, or to the error. */

@@ -273,6 +273,10 @@ class FetchCall implements LogicalRequest, Exchange<Response> {
     return collectSecrets(this.url, headerPairs(this.#base.headers));
   }
 
+  keyed(): boolean {
+    return hasHeader(this.#base.headers, this.#client.idempotency.lower);
+  }
+
   replay(): ReplayRequest | undefined {
     const { method, url } = this;
     const base = this.#base;

@@ -10,6 +10,7 @@ export type { DeadlineScope, StaunchErrorCode, StaunchErrorOptions } from './err
 export {
   CircuitOpenError,
   DeadlineExceededError,
+  IdempotencyKeyMismatchError,
   isStaunchError,
   NetworkError,
   QueueFullError,

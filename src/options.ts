@@ -36,6 +36,13 @@ export interface IdempotencyOptions {
   header?: string;
   /** Give a POST/PATCH (any non-idempotent method) without a key a fresh UUID, the same on every attempt. @default false */
   auto?: boolean;
+  /**
+   * A 422 to a keyed request (its key used before with another payload, the
+   * Idempotency-Key draft): `'return'` hands the response back as any status;
+   * `'throw'` throws `IdempotencyKeyMismatchError` instead. Never retried either way.
+   * @default 'return'
+   */
+  mismatch?: 'return' | 'throw';
 }
 
 /** @internal */
@@ -60,6 +67,7 @@ export interface ResolvedIdempotencyOptions {
   /** `header` in lower case (undici's header records), computed once. */
   readonly lower: string;
   readonly auto: boolean;
+  readonly mismatch: 'return' | 'throw';
 }
 
 export const DEFAULT_METHODS: readonly string[] = Object.freeze([
@@ -183,19 +191,32 @@ export function checkHeaderName(path: string, value: unknown): string {
   return value;
 }
 
+const DEFAULT_IDEMPOTENCY: ResolvedIdempotencyOptions = Object.freeze({
+  header: 'Idempotency-Key',
+  lower: 'idempotency-key',
+  auto: false,
+  mismatch: 'return',
+});
+
 export function resolveIdempotencyOptions(
   input: IdempotencyOptions | undefined,
 ): ResolvedIdempotencyOptions {
   if (input === undefined) {
-    return Object.freeze({ header: 'Idempotency-Key', lower: 'idempotency-key', auto: false });
+    return DEFAULT_IDEMPOTENCY;
   }
-  const o = checkObject('idempotency', input, ['header', 'auto']);
+  const o = checkObject('idempotency', input, ['header', 'auto', 'mismatch']);
   const header = checkHeaderName('idempotency.header', o.header ?? 'Idempotency-Key');
   const auto = o.auto ?? false;
   if (typeof auto !== 'boolean') {
     throw new TypeError(`idempotency.auto must be a boolean, got ${describe(auto)}`);
   }
-  return Object.freeze({ header, lower: header.toLowerCase(), auto });
+  const mismatch = o.mismatch ?? 'return';
+  if (mismatch !== 'return' && mismatch !== 'throw') {
+    throw new TypeError(
+      `idempotency.mismatch must be 'return' or 'throw', got ${describe(mismatch)}`,
+    );
+  }
+  return Object.freeze({ header, lower: header.toLowerCase(), auto, mismatch });
 }
 
 export function checkClock(input: unknown): Clock | undefined {

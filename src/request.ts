@@ -61,6 +61,12 @@ export interface LogicalRequest {
   origin?: string | undefined;
   /** The body when it is a string, for the policy key (`PolicyRequest.body`). */
   body?: string | undefined;
+  /**
+   * Whether the request carries an idempotency key header. Asked only of a
+   * 409 or 422 response, which the Idempotency-Key draft gives a meaning for
+   * keyed requests (src/retry/classify.ts). @default not keyed
+   */
+  keyed?: (() => boolean) | undefined;
   /** How to send it again later, for `giveUp` events (replayable requests only). */
   replay?: (() => ReplayRequest | undefined) | undefined;
 }

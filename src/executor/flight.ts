@@ -7,6 +7,7 @@ import {
   DeadlineExceededError,
   type DeadlineScope,
   deadlineExceeded,
+  IdempotencyKeyMismatchError,
   networkFailure,
   type StaunchErrorOptions,
 } from '../errors.js';
@@ -18,11 +19,11 @@ import {
   type StaunchListeners,
   type WaitReason,
 } from '../events.js';
-import type { Clock } from '../internal/clock.js';
+import { type Clock, noop } from '../internal/clock.js';
 import { redactUrl, scrubbedCause, scrubError } from '../internal/redact.js';
 import { type AdmitContext, type Gate, OPEN_GATE } from '../policy/gate.js';
 import type { Exchange, FirstTicket, LogicalRequest, Outcome } from '../request.js';
-import { classifyError, errorCode, isInvalidRequest } from '../retry/classify.js';
+import { classifyError, errorCode, isInvalidRequest, replayedBy } from '../retry/classify.js';
 import type { Failure } from './types.js';
 
 export class Flight<R> implements AdmitContext, FirstTicket {
@@ -125,6 +126,21 @@ export class Flight<R> implements AdmitContext, FirstTicket {
     throw this.failure(outcome.error);
   }
 
+  /** A keyed 422 ends the request as an error: its response is released, never handed back. */
+  mismatch(outcome: Outcome<R>): IdempotencyKeyMismatchError {
+    if (outcome.ok) {
+      outcome.unlink();
+      this.exchange.discard(outcome.response, Promise.resolve()).catch(noop);
+    }
+    const { method } = this.request;
+    const message = `${method} ${this.url()}: 422, the idempotency key was used before with another payload; a new payload needs a new key`;
+    return new IdempotencyKeyMismatchError(message, {
+      method,
+      url: this.url(),
+      attempts: this.attempt,
+    });
+  }
+
   /** The response goes back to the caller; the caller's signal stays linked as the adapter says. */
   handOver({ response, unlink }: Extract<Outcome<R>, { ok: true }>): R {
     if (this.request.signal !== undefined) {
@@ -136,7 +152,11 @@ export class Flight<R> implements AdmitContext, FirstTicket {
 
   /** The request ends with `response` (handed back by the adapter or {@link handOver}). */
   done(response: R): R {
-    this.#end({ status: this.exchange.status(response) });
+    const status = this.exchange.status(response);
+    // Read only for a listener: a response's headers are not scanned for nothing.
+    const replayed =
+      this.on.end === undefined ? undefined : replayedBy(this.exchange.headers(response));
+    this.#end(replayed === undefined ? { status } : { status, replayed });
     return response;
   }
 
@@ -146,7 +166,7 @@ export class Flight<R> implements AdmitContext, FirstTicket {
     return error;
   }
 
-  #end(how: { status?: number; code?: string }): void {
+  #end(how: { status?: number; code?: string; replayed?: true }): void {
     const { on, request } = this;
     const giveUp = this.#giveUp;
     if (giveUp !== undefined && on.giveUp !== undefined) {

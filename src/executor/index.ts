@@ -122,7 +122,12 @@ export class Executor {
           failed = { outcome, lesson };
         }
         const decision = next(setup, flight, failed.lesson);
-        if (decision.action === 'done') return flight.stop(failed);
+        if (decision.action === 'done') {
+          if (failed.lesson.mismatch === true && setup.mismatch === 'throw') {
+            throw flight.mismatch(failed.outcome);
+          }
+          return flight.stop(failed);
+        }
         if (decision.action === 'give-up')
           return flight.stop(failed, decision.reason, decision.delay);
         const refused = await retryAfter(setup, flight, decision, failed);

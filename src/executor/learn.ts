@@ -6,7 +6,13 @@ import { DeadlineExceededError } from '../errors.js';
 import { type AttemptEvent, defined, emit } from '../events.js';
 import { feedback } from '../policy/gate.js';
 import type { Outcome } from '../request.js';
-import { classifyResponse, errorCode, errorScope, isStaleConnection } from '../retry/classify.js';
+import {
+  classifyResponse,
+  errorCode,
+  errorScope,
+  isStaleConnection,
+  replayedBy,
+} from '../retry/classify.js';
 import type { AttemptVerdict } from '../retry/decide.js';
 import type { Flight } from './flight.js';
 import type { Lesson, Setup } from './types.js';
@@ -34,14 +40,23 @@ function fromResponse<R>(setup: Setup, flight: Flight<R>, response: R, done: num
   const refined =
     status >= 400 ? classifyResponse(setup.classify, request, status, headers) : undefined;
   const kind = refined?.kind;
-  say(setup, flight, done, { status, kind });
+  // Read only for a listener: a response's headers are not scanned for nothing.
+  const replayed = setup.on.attempt === undefined ? undefined : replayedBy(headers);
+  say(setup, flight, done, { status, kind, replayed });
   const pacing = setup.pacing(headers, status, done, policies?.limiter !== undefined);
   if (policies !== undefined) {
     feedback(policies, flight.key, flight.gate, { status, pacing, sentAt: started }, done);
   }
   if (refined === undefined) return undefined;
-  const verdict: AttemptVerdict = { scope: refined.scope, reason: 'status', stale: false };
-  return { verdict, status, code: undefined, kind, pacing, done };
+  const inFlight = refined.inFlight === true;
+  const verdict: AttemptVerdict = {
+    scope: refined.scope,
+    reason: 'status',
+    stale: false,
+    inFlight,
+  };
+  const mismatch = refined.mismatch === true;
+  return { verdict, status, code: undefined, kind, pacing, mismatch, done };
 }
 
 function fromError(setup: Setup, flight: Flight<unknown>, error: unknown, done: number): Lesson {

@@ -17,6 +17,8 @@ export interface ExecutorOptions {
   classify?: StatusClassifier | undefined;
   /** Reads pacing headers beyond the standard ones (the `pacing` client option). */
   pacing?: PacingReader | undefined;
+  /** A keyed 422: handed back, or thrown (the `idempotency.mismatch` client option). @default 'return' */
+  mismatch?: 'return' | 'throw' | undefined;
 }
 
 /** The executor's settings as its parts read them (`policies`: none when all are off). */
@@ -32,6 +34,8 @@ export interface Lesson {
   /** What kind of refusal a classifier saw (`llm()`: `requests`, `tokens`, a quota code…). */
   readonly kind: string | undefined;
   readonly pacing: ServerPacing | undefined;
+  /** A 422 to a keyed request: its key was used before with another payload. */
+  readonly mismatch?: boolean;
   /** Clock time the attempt ended. */
   readonly done: number;
 }

@@ -86,6 +86,8 @@ interface Scope {
 }
 
 const TRACEPARENT = 'traceparent';
+/** Span attribute: the response is a replay of its idempotency key's first request. */
+const REPLAYED = 'staunch.idempotent_replayed';
 
 /**
  * OpenTelemetry for staunch: spans per logical request and per attempt
@@ -167,6 +169,7 @@ export function instrument(options: InstrumentOptions = {}): Instrumentation {
       m.attempt(attributes, event.duration);
       const scope = current();
       if (scope?.attempt === undefined) return;
+      if (event.replayed) scope.attempt.setAttribute(REPLAYED, true);
       finishSpan(scope.attempt, event.status, event.code);
       scope.attempt = undefined;
     },
@@ -213,6 +216,7 @@ export function instrument(options: InstrumentOptions = {}): Instrumentation {
       const scope = current();
       if (scope === undefined) return;
       scope.span.setAttribute('staunch.attempts', event.attempts);
+      if (event.replayed) scope.span.setAttribute(REPLAYED, true);
       if (event.attempts > 1)
         scope.span.setAttribute('http.request.resend_count', event.attempts - 1);
       close(scope, event.status, event.code);

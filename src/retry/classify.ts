@@ -5,7 +5,9 @@
  * | ---------------------------------------------------- | ------------------ |
  * | connection never established                         | every method       |
  * | 429, 408, 503 with a valid Retry-After               | every method       |
+ * | 422 to a keyed request (Idempotency-Key draft)       | never              |
  * | `x-should-retry: true` / `false`                     | server's word wins |
+ * | 409 to a keyed request (Idempotency-Key draft)       | every method       |
  * | other statuses in `retry.statuses`, maybe-sent error | replayable only    |
  * | any other status                                     | never              |
  */
@@ -211,11 +213,18 @@ export function classifyStatus(
   status: number,
   headers: HeaderSource,
   statuses: ReadonlySet<number>,
+  keyed = false,
 ): RetryScope {
+  // Idempotency-Key draft: a 422 to a keyed request is its key reused with another payload;
+  // the same request meets it again on every attempt, whatever else the server says.
+  if (keyed && status === 422) return 'never';
   // The OpenAI and Anthropic APIs send x-should-retry: the server's word wins either way.
   const should = readHeader(headers, 'x-should-retry');
   if (should === 'true') return 'any';
   if (should === 'false') return 'never';
+  // Idempotency-Key draft: a 409 to a keyed request is its key's first request still in
+  // flight. Nothing was processed: the same key is sent again once it is done, as for a 429.
+  if (keyed && status === 409) return 'any';
   if (!statuses.has(status)) return 'never';
   // RFC 9110 §15.5.20 (429), §15.5.9 (408): the server did not process the request.
   if (status === 429 || status === 408) return 'any';
@@ -354,12 +363,36 @@ export function classifyResponse(
     readonly method: string;
     readonly url: string;
     readonly retry: { readonly statuses: ReadonlySet<number> };
+    readonly keyed?: (() => boolean) | undefined;
   },
   status: number,
   headers: HeaderSource,
-): { scope: RetryScope; kind?: string } {
-  const scope = classifyStatus(status, headers, request.retry.statuses);
-  return refineStatus(hook, { method: request.method, url: request.url, status, headers, scope });
+): { scope: RetryScope; kind?: string; inFlight?: true; mismatch?: true } {
+  const keyed = (status === 409 || status === 422) && request.keyed?.() === true;
+  const scope = classifyStatus(status, headers, request.retry.statuses, keyed);
+  const outcome = { method: request.method, url: request.url, status, headers, scope };
+  const refined = refineStatus(hook, outcome);
+  if (!keyed) return refined;
+  // The draft's answers get a kind of their own on the events, unless the hook gave one.
+  const kind = refined.kind ?? (status === 409 ? KEY_IN_FLIGHT : KEY_MISMATCH);
+  return status === 409
+    ? { ...refined, kind, inFlight: true }
+    : { ...refined, kind, mismatch: true };
+}
+
+/** The `kind` of a 409 to a keyed request: its key's first request is still in flight. */
+export const KEY_IN_FLIGHT = 'idempotency-key-in-flight';
+/** The `kind` of a 422 to a keyed request: its key was used before with another payload. */
+export const KEY_MISMATCH = 'idempotency-key-mismatch';
+
+/**
+ * `true` when a response is the server's stored answer to its idempotency
+ * key's first request: `Idempotent-Replayed: true`, as Stripe marks a replay.
+ */
+export function replayedBy(headers: HeaderSource): true | undefined {
+  return readHeader(headers, 'idempotent-replayed')?.trim().toLowerCase() === 'true'
+    ? true
+    : undefined;
 }
 
 /**

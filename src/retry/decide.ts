@@ -21,6 +21,11 @@ export interface AttemptVerdict {
    * failure that is resent at once and charged to nothing.
    */
   readonly stale: boolean;
+  /**
+   * A wait, not a failure: a 409 to a keyed request (its key's first request
+   * is still in flight, classify.ts) is retried charged to nothing. @default false
+   */
+  readonly inFlight?: boolean;
 }
 
 /** Everything the decision depends on besides the verdict. */
@@ -94,7 +99,8 @@ export function decide(verdict: AttemptVerdict, input: DecisionInput): Decision 
     if (hint >= timeLeft) return giveUp('deadline', hint);
     // The spread never carries the wait to the deadline; the hint itself fits (checked above).
     const delay = Math.max(hint, Math.min(hint + hintSpread(hint, input.random), timeLeft - 1));
-    return { action: 'retry', delay, source: input.hintSource ?? 'retry-after', charged: true };
+    const source = input.hintSource ?? 'retry-after';
+    return { action: 'retry', delay, source, charged: verdict.inFlight !== true };
   }
   if (verdict.stale && verdict.reason === 'maybe-sent') {
     return { action: 'retry', delay: 0, source: 'backoff', charged: false };
@@ -102,5 +108,10 @@ export function decide(verdict: AttemptVerdict, input: DecisionInput): Decision 
   let delay = Math.max(0, input.backoff());
   if (!Number.isFinite(delay)) delay = 0;
   if (delay >= timeLeft) return giveUp('deadline', delay);
-  return { action: 'retry', delay, source: 'backoff', charged: !verdict.stale };
+  return {
+    action: 'retry',
+    delay,
+    source: 'backoff',
+    charged: !verdict.stale && verdict.inFlight !== true,
+  };
 }

@@ -127,6 +127,10 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     return collectSecrets(this.url, headerPairs(this.#opts.headers));
   }
 
+  keyed(): boolean {
+    return hasHeader(this.#opts.headers, this.#keyHeader.toLowerCase());
+  }
+
   replay(): ReplayRequest | undefined {
     const body = this.#opts.body ?? undefined;
     return describeReplay(

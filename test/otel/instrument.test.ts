@@ -70,19 +70,42 @@ const parentOf = (s: ReadableSpan): string | undefined => s.parentSpanContext?.s
 const traceparentOf = (s: ReadableSpan): string =>
   `00-${s.spanContext().traceId}-${s.spanContext().spanId}-01`;
 
+/** A client traced by `otel`, retrying at once (1 ms), without a rate limiter. */
+function tracedFetch(otel: ReturnType<typeof instrument>) {
+  return otel.wrap(
+    createFetch({
+      on: otel.on,
+      fetch: otel.transport(),
+      retry: { backoff: constantBackoff(1) },
+      rateLimit: false,
+    }),
+  );
+}
+
 describe('staunch/otel with createFetch', () => {
+  it('a replayed response (Idempotent-Replayed: true) marks its attempt span and the request span', async () => {
+    const t = telemetry();
+    const server = await scriptServer({
+      script: [{ status: 503 }],
+      after: { status: 201, headers: { 'idempotent-replayed': 'true' }, body: 'charge 1' },
+    });
+    servers.push(server);
+    const fetch = tracedFetch(instrument(t.providers));
+    const res = await fetch(server.url, { method: 'POST', body: '{}', idempotencyKey: 'k-1' });
+    expect(await res.text()).toBe('charge 1');
+    expect(server.received.map((r) => r.headers['idempotency-key'])).toEqual(['k-1', 'k-1']);
+    const spans = t.spans.getFinishedSpans();
+    const [root] = spans.filter((s) => s.kind === SpanKind.INTERNAL);
+    const attempts = spans.filter((s) => s.kind === SpanKind.CLIENT);
+    expect(root!.attributes['staunch.idempotent_replayed']).toBe(true);
+    const marks = attempts.map((s) => s.attributes['staunch.idempotent_replayed']);
+    expect(marks).toEqual([undefined, true]);
+  });
+
   it('one span per logical request, a child per attempt, traceparent from the attempt', async () => {
     const t = telemetry();
     const server = await flaky(1);
-    const otel = instrument(t.providers);
-    const fetch = otel.wrap(
-      createFetch({
-        on: otel.on,
-        fetch: otel.transport(),
-        retry: { backoff: constantBackoff(1) },
-        rateLimit: false,
-      }),
-    );
+    const fetch = tracedFetch(instrument(t.providers));
     const res = await fetch(`${server.url}/items?api_key=s3cret&page=2`);
     expect(await res.text()).toBe('ok');
 

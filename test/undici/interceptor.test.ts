@@ -94,6 +94,29 @@ describe('retryInterceptor with undici.request', () => {
     ]);
   });
 
+  it('a 409 to a keyed POST (its key in flight) is retried with the key; one without a key is not', async () => {
+    const server = await serve((req, res, i) => {
+      const keyed = req.headers['idempotency-key'] !== undefined;
+      res.writeHead(keyed && i === 0 ? 409 : keyed ? 201 : 409);
+      res.end();
+    });
+    const dispatcher = agent({ retry: fast });
+    const post = { method: 'POST' as const, body: 'x', dispatcher };
+    const keyed = await request(server.url, {
+      ...post,
+      staunch: { idempotencyKey: 'order-9' },
+    } as Parameters<typeof request>[1]);
+    await keyed.body.dump();
+    const plain = await request(server.url, { ...post, method: 'PUT' as const });
+    await plain.body.dump();
+    expect([keyed.statusCode, plain.statusCode]).toEqual([201, 409]);
+    expect(server.received.map((r) => [r.method, r.headers['idempotency-key']])).toEqual([
+      ['POST', 'order-9'],
+      ['POST', 'order-9'],
+      ['PUT', undefined],
+    ]);
+  });
+
   it('takes per-request retry options from `staunch` on the dispatch options', async () => {
     const server = await serve((_req, res) => {
       res.writeHead(503);

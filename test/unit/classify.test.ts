@@ -91,6 +91,16 @@ describe('classifyStatus: the retry table of DESIGN.md', () => {
     expect(classifyStatus(409, {}, new Set([409]))).toBe('replayable');
   });
 
+  it('the Idempotency-Key draft: a keyed 409 is pacing, a keyed 422 is never retried', () => {
+    const none = new Set<number>();
+    expect(classifyStatus(409, {}, none, true)).toBe('any');
+    expect(classifyStatus(409, {}, none, false)).toBe('never');
+    expect(classifyStatus(409, { 'x-should-retry': 'false' }, none, true)).toBe('never');
+    // The same payload under the same key meets the same 422, whatever else is said.
+    expect(classifyStatus(422, { 'x-should-retry': 'true' }, new Set([422]), true)).toBe('never');
+    expect(classifyStatus(422, {}, new Set([422]), false)).toBe('replayable');
+  });
+
   it('property: x-should-retry decides alone, for any status and any set', () => {
     fc.assert(
       fc.property(

@@ -158,6 +158,18 @@ describe('delays', () => {
     expect(d).toMatchObject({ action: 'retry', delay: 749 });
   });
 
+  test('a keyed 409 (its key in flight) waits its backoff or hint, charged to nothing', () => {
+    const inFlight = { ...statusVerdict(409), scope: 'any' as const, inFlight: true };
+    expect(decide(inFlight, input({ backoff: () => 400 }))).toEqual({
+      action: 'retry',
+      delay: 400,
+      source: 'backoff',
+      charged: false,
+    });
+    const hinted = decide(inFlight, input({ hint: 1_000, hintSource: 'retry-after' }));
+    expect(hinted).toMatchObject({ action: 'retry', source: 'retry-after', charged: false });
+  });
+
   test('the stale keep-alive race: at once, charged to nothing', () => {
     const stale = { ...errorVerdict('ECONNRESET'), stale: true };
     expect(decide(stale, input())).toEqual({

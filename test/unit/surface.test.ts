@@ -16,6 +16,7 @@ describe('runtime exports', () => {
         'DEFAULT_METHODS',
         'DEFAULT_STATUSES',
         'DeadlineExceededError',
+        'IdempotencyKeyMismatchError',
         'NetworkError',
         'QueueFullError',
         'QueueTimeoutError',
