@@ -23,11 +23,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { constantBackoff, createFetch, memoryStore } from '../../src/index.js';
 import { instrument } from '../../src/otel/index.js';
 import { retryInterceptor } from '../../src/undici/index.js';
-import { scriptServer, type TestServer } from '../helpers/server.js';
+import { fakeClock } from '../helpers/clock.js';
+import { scriptServer, type TestServer, trackedFetch } from '../helpers/server.js';
 
 const servers: TestServer[] = [];
 const closers: (() => Promise<unknown>)[] = [];
+const stops: (() => void)[] = [];
 afterEach(async () => {
+  for (const stop of stops.splice(0)) stop();
   await Promise.all([
     ...servers.splice(0).map((s) => s.close()),
     ...closers.splice(0).map((c) => c()),
@@ -70,13 +73,21 @@ const parentOf = (s: ReadableSpan): string | undefined => s.parentSpanContext?.s
 const traceparentOf = (s: ReadableSpan): string =>
   `00-${s.spanContext().traceId}-${s.spanContext().spanId}-01`;
 
-/** A client traced by `otel`, retrying at once (1 ms), without a rate limiter. */
+/**
+ * A client traced by `otel`, backing off 7 ms on a test clock that moves only
+ * while no attempt is in flight (so a wait lasts exactly what was scheduled),
+ * without a rate limiter.
+ */
 function tracedFetch(otel: ReturnType<typeof instrument>) {
+  const clock = fakeClock();
+  const tracked = trackedFetch(otel.transport());
+  stops.push(clock.autoAdvance(tracked.idle));
   return otel.wrap(
     createFetch({
       on: otel.on,
-      fetch: otel.transport(),
-      retry: { backoff: constantBackoff(1) },
+      fetch: tracked.fetch,
+      clock,
+      retry: { backoff: constantBackoff(7) },
       rateLimit: false,
     }),
   );
@@ -157,7 +168,7 @@ describe('staunch/otel with createFetch', () => {
       'staunch.attempt': 2,
       'staunch.wait.reason': 'backoff',
     });
-    expect(wait?.attributes?.['staunch.wait.duration_ms']).toBeGreaterThanOrEqual(1);
+    expect(wait?.attributes?.['staunch.wait.duration_ms']).toBe(7);
   });
 
   it('concurrent calls to the same URL each get their own attempts', async () => {
