@@ -80,7 +80,7 @@ const traceparentOf = (s: ReadableSpan): string =>
  */
 function tracedFetch(otel: ReturnType<typeof instrument>) {
   const clock = fakeClock();
-  const tracked = trackedFetch(otel.transport());
+  const tracked = trackedFetch(otel.transport() as typeof fetch);
   stops.push(clock.autoAdvance(tracked.idle));
   return otel.wrap(
     createFetch({
