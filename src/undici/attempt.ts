@@ -195,7 +195,8 @@ export class Attempt implements Handler, Probe, Caller {
   }
 
   #dispatchNow(dispatch: Dispatcher.Dispatch, opts: Dispatcher.DispatchOptions): void {
-    if (this.#abortReason !== undefined && this.controller === undefined) {
+    // Aborted while it waited for the poll: it ends here, never dispatched.
+    if (this.#abortReason !== undefined) {
       this.onResponseError(undefined, this.#abortReason);
       return;
     }

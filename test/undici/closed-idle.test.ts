@@ -112,7 +112,8 @@ describe('a keep-alive connection the server closed before the next request', ()
       dispatcher,
     });
     controller.abort(new Error('changed my mind'));
-    expect(((await rejection(sent)) as Error).message).toBe('changed my mind');
+    // undici 7 hands the reason back as it is; under undici 8 it arrives wrapped in a NetworkError.
+    expect(((await rejection(sent)) as Error).message).toContain('changed my mind');
     await (await request(`${peer.url}/after`, { dispatcher })).body.text();
     expect(peer.requests.map((r) => r.path)).toEqual(['/after']);
     expect(t.retries).toEqual([]);
