@@ -20,7 +20,7 @@ const settings = {
   headersTimeout: 60_000,
   bodyTimeout: 300_000,
   keepAliveTimeout: 4_000,
-  keepAliveTimeoutThreshold: 1_000,
+  keepAliveTimeoutThreshold: 2_000,
   keepAliveMaxTimeout: 60_000,
 };
 

@@ -13,7 +13,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { DRAIN_LIMIT } from '../internal/limits.js';
-import { expectSend, markIfStale, type Probe } from './stale.js';
+import { afterNextPoll, expectSend, markIfStale, type Probe } from './stale.js';
 
 type Controller = Dispatcher.DispatchController;
 type Handler = Dispatcher.DispatchHandler;
@@ -160,24 +160,46 @@ export class Attempt implements Handler, Probe, Caller {
   /**
    * Dispatches a retried attempt: resolves at its response, rejects on a
    * failure before it. `signal` (a token, call.ts) aborts it until then.
+   * `once`: the request may not be sent twice (see {@link dispatchOn}).
    */
   static send(
     dispatch: Dispatcher.Dispatch,
     opts: Dispatcher.DispatchOptions,
     signal: AbortSignal,
     caller: Caller,
+    once: boolean,
   ): Promise<Attempt> {
     return new Promise<Attempt>((resolve, reject) => {
       const attempt = new Attempt(caller);
       attempt.#resolve = resolve;
       attempt.#reject = reject;
       signal.addEventListener('abort', () => attempt.abort(signal.reason as Error));
-      attempt.dispatchOn(dispatch, opts);
+      attempt.dispatchOn(dispatch, opts, once);
     });
   }
 
-  /** Dispatches this attempt; a synchronous throw is its failure. */
-  protected dispatchOn(dispatch: Dispatcher.Dispatch, opts: Dispatcher.DispatchOptions): void {
+  /**
+   * Dispatches this attempt; a synchronous throw is its failure. A request
+   * that may not be sent twice (`once`: not replayable) goes after the next
+   * poll, so that it is never written on a connection whose close had
+   * already arrived (stale.ts, `afterNextPoll`); an abort asked for in the
+   * meantime ends it there, unsent.
+   */
+  protected dispatchOn(
+    dispatch: Dispatcher.Dispatch,
+    opts: Dispatcher.DispatchOptions,
+    once: boolean,
+  ): void {
+    if (!once) this.#dispatchNow(dispatch, opts);
+    else afterNextPoll(() => this.#dispatchNow(dispatch, opts));
+  }
+
+  #dispatchNow(dispatch: Dispatcher.Dispatch, opts: Dispatcher.DispatchOptions): void {
+    // Aborted while it waited for the poll: it ends here, never dispatched.
+    if (this.#abortReason !== undefined) {
+      this.onResponseError(undefined, this.#abortReason);
+      return;
+    }
     try {
       dispatch(opts, this);
     } catch (error) {

@@ -143,7 +143,7 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   }
 
   send(signal: AbortSignal): Promise<Attempt> {
-    return Attempt.send(this.#dispatch, this.#opts, signal, this.#caller);
+    return Attempt.send(this.#dispatch, this.#opts, signal, this.#caller, !this.replayable);
   }
 
   status(attempt: Attempt): number {

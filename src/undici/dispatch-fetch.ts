@@ -21,9 +21,11 @@
  */
 import type { Dispatcher } from 'undici';
 import type { FetchLike } from '../fetch.js';
+import { DEFAULT_METHODS } from '../options.js';
 import { upperMethod } from '../request-options.js';
 import { markInvalid } from '../retry/classify.js';
 import { FetchHandler, fetchFailed } from './response.js';
+import { afterNextPoll } from './stale.js';
 
 /** Fetch §2.2.3: methods normalized to upper case; the rest are sent as written. */
 const NORMALIZED: ReadonlySet<string> = new Set([
@@ -36,6 +38,8 @@ const NORMALIZED: ReadonlySet<string> = new Set([
   'PATCH',
 ]);
 const FORBIDDEN_METHODS: ReadonlySet<string> = new Set(['CONNECT', 'TRACE', 'TRACK']);
+/** RFC 9110 §9.2.2: the idempotent methods (and QUERY); any other goes after the next poll. */
+const IDEMPOTENT: ReadonlySet<string> = new Set(DEFAULT_METHODS);
 const REDIRECTS: ReadonlySet<number> = new Set([301, 302, 303, 307, 308]);
 
 /** Fetch's "bad port" list (Fetch §2.9). */
@@ -165,10 +169,14 @@ function send(dispatcher: Dispatcher, href: string, init: RequestInit): Promise<
   };
   url.hash = '';
   const responseUrl = url.href;
+  // A method that may not be sent twice waits for the next poll, so that it is never
+  // written on a connection whose close had already arrived (stale.ts, afterNextPoll).
+  const once = !IDEMPOTENT.has(upper);
   const dispatch = (): Promise<Response> =>
     new Promise<Response>((resolve, reject) => {
       const handler = new FetchHandler(method, responseUrl, signal, resolve, reject);
-      dispatcher.dispatch(opts, handler);
+      if (once) afterNextPoll(() => signal?.aborted || dispatcher.dispatch(opts, handler));
+      else dispatcher.dispatch(opts, handler);
     });
   let sent: Promise<Response>;
   if (!hasBody) sent = dispatch();

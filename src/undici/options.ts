@@ -53,9 +53,11 @@ export interface KeepAliveOptions {
   idle?: number;
   /**
    * Taken off the server's `Keep-Alive: timeout` hint (undici's
-   * `keepAliveTimeoutThreshold`), so the connection is dropped before the
-   * server's own timer fires, whatever the latency.
-   * @default 1_000
+   * `keepAliveTimeoutThreshold`, whose default this is), so the connection
+   * is dropped before the server's own timer fires: it covers the round
+   * trip and undici's keep-alive timer, which ticks every half second and
+   * so may fire that much late. A hint at or below it: no reuse at all.
+   * @default 2_000
    */
   margin?: number;
   /**
@@ -276,7 +278,7 @@ export function resolveTransport(options: Record<string, unknown>): ResolvedTran
       ? {}
       : checkObject(`${path}keepAlive`, options.keepAlive, ['idle', 'margin', 'max']);
   const idle = duration(`${path}keepAlive.idle`, k.idle, 4_000, false);
-  const margin = duration(`${path}keepAlive.margin`, k.margin, 1_000, true);
+  const margin = duration(`${path}keepAlive.margin`, k.margin, 2_000, true);
   const max = duration(`${path}keepAlive.max`, k.max, 60_000, false);
   if (max < idle) {
     throw new RangeError(

@@ -12,6 +12,12 @@
  * the handler's `onRequestStart` (both in client-h1 and client-h2): the
  * attempt registers itself in `onRequestStart`, the next publication says on
  * which socket it went and how many bytes that socket had read by then.
+ *
+ * A close that has already reached this machine is avoided rather than
+ * recognised: a request that may not be sent twice (a `POST` without a key)
+ * is dispatched only after the event loop has polled for I/O once more
+ * ({@link afterNextPoll}), so undici reads the server's FIN first, retires
+ * the connection and writes the request on a fresh one.
  */
 import { subscribe } from 'node:diagnostics_channel';
 import { errorCode, STALE_CONNECTION } from '../retry/classify.js';
@@ -65,6 +71,21 @@ export function probe(): Probe {
 /** Called from `onRequestStart`: the next `sendHeaders` publication is this attempt's. */
 export function expectSend(p: Probe): void {
   pending = p;
+}
+
+/**
+ * Runs `send` after the event loop's next poll phase. A request dispatched
+ * from an I/O callback (the usual case: the previous response just ended)
+ * would otherwise be written in the same loop turn, before a FIN that
+ * arrived during that turn is read: the request goes out on a connection
+ * the server has already closed, the server never reads it, and the client
+ * cannot tell that from a server that read it and died (docs/undici.md).
+ * undici's own check of an idle socket before reuse (7.28 and later)
+ * yields with one `setImmediate`, which from the poll phase runs before the
+ * next poll; two immediates always straddle one, with any undici 7 or 8.
+ */
+export function afterNextPoll(send: () => void): void {
+  setImmediate(() => setImmediate(send));
 }
 
 /** Errors of a connection that went away under a request. */

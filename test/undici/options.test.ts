@@ -139,7 +139,7 @@ describe('bad options throw at construction, naming the option and the value', (
     const agent = createAgent({
       timeouts: { connect: 10_000, headers: 60_000, body: 300_000 },
       connections: 50,
-      keepAlive: { idle: 4_000, margin: 1_000, max: 60_000 },
+      keepAlive: { idle: 4_000, margin: 2_000, max: 60_000 },
       allowH2: false,
       ssrf: false,
       retry: { attempts: 3 },

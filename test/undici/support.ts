@@ -26,6 +26,12 @@ export interface KeepAlivePeer {
   requests: RawRequest[];
   /** Connections accepted. */
   readonly connections: number;
+  /**
+   * Closes every connection that has no request in progress, now (close(2):
+   * on loopback the FIN is in the client's receive queue when this returns).
+   * Returns how many it closed.
+   */
+  closeIdle(): number;
   close(): Promise<void>;
 }
 
@@ -41,9 +47,13 @@ export interface KeepAlivePeerOptions {
   idleMs?: number;
   /**
    * Called for each complete request; return `'drop'` to destroy the
-   * connection instead of answering (the request was received).
+   * connection instead of answering (the request was received), `'unread'`
+   * to destroy it and not count the request, as a server that had closed
+   * the connection before the request reached it (it never read it).
    */
-  onRequest?: (request: RawRequest) => 'answer' | 'drop';
+  onRequest?: (request: RawRequest) => 'answer' | 'drop' | 'unread';
+  /** Send `Keep-Alive: timeout=<hint>` (seconds) with each answer. */
+  hint?: number;
 }
 
 /**
@@ -55,10 +65,16 @@ export async function keepAlivePeer(options: KeepAlivePeerOptions = {}): Promise
   const requests: RawRequest[] = [];
   const sockets = new Set<Socket>();
   const state = { connections: 0 };
+  const idleSockets = new Set<Socket>();
+  const hint = options.hint === undefined ? '' : `Keep-Alive: timeout=${options.hint}\r\n`;
+  const answer = `HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n${hint}\r\nok`;
   const server = createServer((socket) => {
     const connection = state.connections++;
     sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
+    socket.on('close', () => {
+      sockets.delete(socket);
+      idleSockets.delete(socket);
+    });
     socket.on('error', () => {});
     let buffer = Buffer.alloc(0);
     let index = 0;
@@ -74,6 +90,7 @@ export async function keepAlivePeer(options: KeepAlivePeerOptions = {}): Promise
     socket.on('close', () => clearTimeout(idle));
     socket.on('data', (chunk: Buffer) => {
       clearTimeout(idle);
+      idleSockets.delete(socket);
       if (
         options.idleMs !== undefined &&
         idleSince !== undefined &&
@@ -99,12 +116,14 @@ export async function keepAlivePeer(options: KeepAlivePeerOptions = {}): Promise
         const body = buffer.subarray(end + 4, end + 4 + length).toString();
         buffer = buffer.subarray(end + 4 + length);
         const request = { method, path, headers, body, connection, index: index++ };
-        requests.push(request);
-        if ((options.onRequest?.(request) ?? 'answer') === 'drop') {
+        const verdict = options.onRequest?.(request) ?? 'answer';
+        if (verdict !== 'unread') requests.push(request);
+        if (verdict !== 'answer') {
           socket.destroy();
           return;
         }
-        socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok');
+        socket.write(answer);
+        idleSockets.add(socket);
         arm();
       }
     });
@@ -117,6 +136,11 @@ export async function keepAlivePeer(options: KeepAlivePeerOptions = {}): Promise
     requests,
     get connections() {
       return state.connections;
+    },
+    closeIdle: () => {
+      const closing = [...idleSockets];
+      for (const s of closing) s.destroy();
+      return closing.length;
     },
     close: () =>
       new Promise<void>((resolve) => {
