@@ -4,6 +4,11 @@
  * validated and the policies built, shared by every adapter (`createFetch`,
  * and `staunch/undici`'s interceptor and agent).
  */
+import {
+  type DeadlineHeader,
+  type ResolvedDeadlineHeader,
+  resolveDeadlineHeader,
+} from './deadline-header.js';
 import { emit, type StaunchListeners } from './events.js';
 import { Executor } from './executor/index.js';
 import { type Clock, type Random, systemClock } from './internal/clock.js';
@@ -36,6 +41,14 @@ export interface ClientOptions extends PolicyOptions {
   timeout?: TimeoutOptions | number | false;
   /** Idempotency key header, and whether to add one to POST/PATCH. @default { header: 'Idempotency-Key', auto: false } */
   idempotency?: IdempotencyOptions;
+  /**
+   * Sends each attempt's time left (the least of `timeout.attempt` and the
+   * total deadline left, at send time, minus `margin`) in this header; a
+   * string is the header's name, in ms. A header the caller set is sent as it is.
+   * @default false
+   * @see docs/deadlines.md
+   */
+  deadlineHeader?: DeadlineHeader;
   /** Typed event listeners. @default {} */
   on?: StaunchListeners;
   /** Time source, for tests and the lab's simulator. @default systemClock */
@@ -64,6 +77,7 @@ export const CLIENT_KEYS: readonly string[] = keysOf<ClientOptions>()([
   'retry',
   'timeout',
   'idempotency',
+  'deadlineHeader',
   'on',
   'clock',
   'random',
@@ -101,6 +115,7 @@ export interface Runtime {
   readonly retry: ResolvedRetryOptions;
   readonly timeout: ResolvedTimeoutOptions;
   readonly idempotency: ResolvedIdempotencyOptions;
+  readonly deadlineHeader: ResolvedDeadlineHeader | undefined;
   readonly random: Random;
   /** The listeners, as decorated. */
   readonly on: StaunchListeners;
@@ -134,6 +149,7 @@ export function resolveRuntime(
   const retry = resolveRetryOptions(options.retry);
   const timeout = resolveTimeoutOptions(options.timeout);
   const idempotency = resolveIdempotencyOptions(options.idempotency);
+  const deadlineHeader = resolveDeadlineHeader(options.deadlineHeader, undefined);
   const clock = checkClock(options.clock) ?? systemClock;
   const random = checkRandom(options.random) ?? Math.random;
   const store = options.store ?? memoryStore();
@@ -172,6 +188,20 @@ export function resolveRuntime(
     pacing: options.pacing,
     mismatch: idempotency.mismatch,
   });
-  const defaults: RequestSettings = Object.freeze({ retry, timeout, key: undefined });
-  return Object.freeze({ executor, retry, timeout, idempotency, random, on, defaults });
+  const defaults: RequestSettings = Object.freeze({
+    retry,
+    timeout,
+    key: undefined,
+    deadlineHeader,
+  });
+  return Object.freeze({
+    executor,
+    retry,
+    timeout,
+    idempotency,
+    deadlineHeader,
+    random,
+    on,
+    defaults,
+  });
 }

@@ -6,6 +6,7 @@
  */
 import { type AttemptBody, cancelStreamBody, encodeFormData, prepareBody } from './body.js';
 import { CLIENT_KEYS, type ClientOptions, type Runtime, resolveRuntime } from './client.js';
+import { deadlineValue, type ResolvedDeadlineHeader } from './deadline-header.js';
 import { emit } from './events.js';
 import type { Exchange, LogicalRequest } from './executor/index.js';
 import { hasHeader, headerPairs, headerValue, withHeader } from './fetch-headers.js';
@@ -240,6 +241,8 @@ class FetchCall implements LogicalRequest, Exchange<Response> {
   readonly #client: FetchRuntime;
   readonly #base: Init;
   readonly #body: AttemptBody;
+  /** The header that carries each attempt's time left: none when the caller set it. */
+  readonly #deadline: ResolvedDeadlineHeader | undefined;
   /** The bytes a FormData body was encoded to, for `replay`. */
   replayBody: unknown;
 
@@ -263,6 +266,9 @@ class FetchCall implements LogicalRequest, Exchange<Response> {
     this.signal = base.signal ?? undefined;
     this.body = typeof base.body === 'string' ? base.body : undefined;
     this.#body = body;
+    const deadline = settings.deadlineHeader;
+    this.#deadline =
+      deadline === undefined || hasHeader(base.headers, deadline.lower) ? undefined : deadline;
   }
 
   get steadyDeadlines(): boolean {
@@ -290,7 +296,7 @@ class FetchCall implements LogicalRequest, Exchange<Response> {
     );
   }
 
-  send(signal: AbortSignal, attempt: number): Promise<Response> {
+  send(signal: AbortSignal, attempt: number, limit: number): Promise<Response> {
     const { url } = this;
     const base = this.#base;
     const init: RequestInit = {
@@ -302,6 +308,9 @@ class FetchCall implements LogicalRequest, Exchange<Response> {
     if (layers !== undefined && attempt > 1) {
       init.headers = withHeader(base.headers, layers.header, String(attempt - 1));
     }
+    const deadline = this.#deadline;
+    const left = deadline === undefined ? undefined : deadlineValue(deadline, limit);
+    if (left !== undefined) init.headers = withHeader(init.headers, deadline!.name, left);
     let sent: Promise<Response>;
     try {
       sent = this.#client.transport(url, init);

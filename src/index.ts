@@ -6,6 +6,7 @@
  * the executor and the policies' classes stay internal.
  */
 
+export type { DeadlineHeader, DeadlineHeaderOptions } from './deadline-header.js';
 export type { DeadlineScope, StaunchErrorCode, StaunchErrorOptions } from './errors.js';
 export {
   CircuitOpenError,

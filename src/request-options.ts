@@ -3,6 +3,11 @@
  * (createFetch, the undici interceptor): one reading of `staunch: { retry,
  * timeout, idempotencyKey }`, one rule for when a request may be sent again.
  */
+import {
+  type DeadlineHeader,
+  type ResolvedDeadlineHeader,
+  resolveDeadlineHeader,
+} from './deadline-header.js';
 import { checkObject, describe, keysOf } from './internal/validate.js';
 import {
   type ResolvedIdempotencyOptions,
@@ -22,9 +27,16 @@ export interface StaunchRequestOptions {
   timeout?: TimeoutOptions | number | false | undefined;
   /** Sent in the idempotency header; makes any method replayable. @default none */
   idempotencyKey?: string | undefined;
+  /** Overrides the client's `deadlineHeader` for this request (`false`: none). @default the client's */
+  deadlineHeader?: DeadlineHeader | undefined;
 }
 
-const REQUEST_KEYS = keysOf<StaunchRequestOptions>()(['retry', 'timeout', 'idempotencyKey']);
+const REQUEST_KEYS = keysOf<StaunchRequestOptions>()([
+  'retry',
+  'timeout',
+  'idempotencyKey',
+  'deadlineHeader',
+]);
 
 /** What one request runs with: the client's options, overridden where the request says. */
 export interface RequestSettings {
@@ -32,6 +44,8 @@ export interface RequestSettings {
   timeout: ResolvedTimeoutOptions;
   /** The idempotency key the caller gave, if any. */
   key: string | undefined;
+  /** The header that carries each attempt's time left, if any. */
+  deadlineHeader: ResolvedDeadlineHeader | undefined;
 }
 
 /**
@@ -43,6 +57,7 @@ export function readRequestOptions(
   client: {
     readonly retry: ResolvedRetryOptions;
     readonly timeout: ResolvedTimeoutOptions;
+    readonly deadlineHeader: ResolvedDeadlineHeader | undefined;
     readonly defaults: RequestSettings;
   },
   staunch: unknown,
@@ -53,6 +68,7 @@ export function readRequestOptions(
   if (staunch === undefined && shorthand?.value === undefined) return client.defaults;
   let retry = client.retry;
   let timeout = client.timeout;
+  let deadlineHeader = client.deadlineHeader;
   // The shorthand's path, or (undefined) the option's own: built only for an error.
   let keyPath = shorthand?.path;
   let k: unknown = shorthand?.value;
@@ -61,6 +77,9 @@ export function readRequestOptions(
     if (o.retry !== undefined) retry = resolveRetryOptions(o.retry, client.retry, `${path}.retry`);
     if (o.timeout !== undefined) {
       timeout = resolveTimeoutOptions(o.timeout, client.timeout, `${path}.timeout`);
+    }
+    if (o.deadlineHeader !== undefined) {
+      deadlineHeader = resolveDeadlineHeader(o.deadlineHeader, undefined, `${path}.deadlineHeader`);
     }
     if (o.idempotencyKey !== undefined) {
       keyPath = undefined;
@@ -71,7 +90,7 @@ export function readRequestOptions(
     const where = keyPath ?? `${path}.idempotencyKey`;
     throw new TypeError(`${where} must be a non-empty string, got ${describe(k)}`);
   }
-  return { retry, timeout, key: k as string | undefined };
+  return { retry, timeout, key: k as string | undefined, deadlineHeader };
 }
 
 /**

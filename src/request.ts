@@ -9,8 +9,12 @@ import type { HeaderSource } from './retry/server-delay.js';
 
 /** How an adapter sends one attempt and reads its response. */
 export interface Exchange<R> {
-  /** Sends one attempt; must honour `signal`. */
-  send(signal: AbortSignal, attempt: number): Promise<R>;
+  /**
+   * Sends one attempt; must honour `signal`. `limit`: the ms this attempt
+   * may take (the least of `timeout.attempt` and the total deadline left,
+   * read at send time; `Infinity` for none), for `deadlineHeader`.
+   */
+  send(signal: AbortSignal, attempt: number, limit: number): Promise<R>;
   status(response: R): number;
   headers(response: R): HeaderSource;
   /**

@@ -8,6 +8,7 @@
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { version } from './about.js';
+import { chainCommand } from './chain-command.js';
 import { type FetchIo, fetchCommand } from './fetch-command.js';
 import { labCommand } from './lab-command.js';
 
@@ -17,7 +18,8 @@ Commands:
   fetch  a resilient curl: safe retries, server pacing, deadlines, resumed downloads
          (staunch fetch --help for its options)
   lab    what each retry strategy does to an upstream of limited capacity
-         (staunch lab --help for its options)
+         (staunch lab --help for its options); staunch lab chain: the work a
+         deadline header saves down a chain of services
 
 Options:
   --version  print the version
@@ -38,6 +40,7 @@ export async function main(argv: string[], io: FetchIo): Promise<number> {
     io.out(`staunch ${version()}\n`);
     return 0;
   }
+  if (command === 'lab' && rest[0] === 'chain') return chainCommand(rest.slice(1), io);
   if (command === 'lab') return labCommand(rest, io);
   if (command === 'fetch') return fetchCommand(rest, io, version());
   io.err(

@@ -39,7 +39,7 @@ class Race<R> {
     }
     let sent: Promise<R>;
     try {
-      sent = exchange.send(this.#controller.signal, attempt);
+      sent = exchange.send(this.#controller.signal, attempt, limit);
     } catch (error) {
       sent = Promise.reject(error);
     }

@@ -8,6 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
+import type { DeadlineHeader } from '../deadline-header.js';
+import { deadlineValue, type ResolvedDeadlineHeader } from '../deadline-header.js';
 import { NetworkError, SsrfBlockedError } from '../errors.js';
 import type { Exchange, LogicalRequest } from '../executor/index.js';
 import { collectSecrets } from '../internal/redact.js';
@@ -38,6 +40,8 @@ export interface StaunchDispatchFields {
   timeout?: TimeoutOptions | number | false;
   /** Sent in the idempotency header; makes any method replayable. */
   idempotencyKey?: string;
+  /** Overrides the interceptor's `deadlineHeader` for this request (`false`: none). */
+  deadlineHeader?: DeadlineHeader;
 }
 
 /** Dispatch (or `undici.request`) options with staunch's per-request fields. */
@@ -81,6 +85,8 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   readonly steadyDeadlines = true;
   /** The caller's side of the request, which every attempt tells of its start and its 1xx. */
   readonly #caller: Caller;
+  /** The header that carries each attempt's time left: none when the caller set it. */
+  readonly #deadline: ResolvedDeadlineHeader | undefined;
 
   // Positional, not an object of fields: one allocation fewer on every request.
   constructor(
@@ -107,6 +113,9 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     this.timeout = settings.timeout;
     this.#keyHeader = keyHeader;
     this.resendable = resendable(opts.body);
+    const deadline = settings.deadlineHeader;
+    this.#deadline =
+      deadline === undefined || hasHeader(opts.headers, deadline.lower) ? undefined : deadline;
   }
 
   /**
@@ -118,9 +127,13 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     return this.#url;
   }
 
-  /** The options each attempt is dispatched with. */
-  get options(): Dispatcher.DispatchOptions {
-    return this.#opts;
+  /** The options an attempt that may take `limit` ms is dispatched with (its time-left header). */
+  optionsFor(limit: number): Dispatcher.DispatchOptions {
+    const opts = this.#opts;
+    const deadline = this.#deadline;
+    const left = deadline === undefined ? undefined : deadlineValue(deadline, limit);
+    if (left === undefined) return opts;
+    return { ...opts, headers: withHeader(opts.headers, deadline!.name, left) };
   }
 
   secrets(): readonly string[] {
@@ -142,8 +155,14 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     );
   }
 
-  send(signal: AbortSignal): Promise<Attempt> {
-    return Attempt.send(this.#dispatch, this.#opts, signal, this.#caller, !this.replayable);
+  send(signal: AbortSignal, _attempt: number, limit: number): Promise<Attempt> {
+    return Attempt.send(
+      this.#dispatch,
+      this.optionsFor(limit),
+      signal,
+      this.#caller,
+      !this.replayable,
+    );
   }
 
   status(attempt: Attempt): number {

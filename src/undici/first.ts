@@ -76,7 +76,7 @@ class FirstAttempt extends Attempt implements FirstSink<Attempt>, Caller {
       // On the steady list: one timer while attempts come and go beside undici's (deadlines.ts).
       this.#deadline = startSteadyDeadline(executor.clock, ticket.limit, this);
     }
-    this.dispatchOn(dispatch, call.options, !call.replayable);
+    this.dispatchOn(dispatch, call.optionsFor(ticket.limit), !call.replayable);
   }
 
   // Caller: what every attempt of the request tells its caller.

@@ -40,6 +40,7 @@ const entries = [
 /** Entries that run wherever a WHATWG fetch does (DESIGN.md: "depends on: nothing"). */
 const PORTABLE = [
   'index.ts',
+  'deadline/index.ts',
   'llm/index.ts',
   'request-init.ts',
   'sse/index.ts',
@@ -94,7 +95,7 @@ describe('entries', () => {
 
   test('the core reaches no adapter, lab or cli file', () => {
     const outside = [...closure(graph, 'index.ts')].filter((f) =>
-      /^(undici|redis|otel|sse|llm|lab|cli|testing)\//.test(f),
+      /^(undici|redis|otel|sse|llm|deadline|lab|cli|testing)\//.test(f),
     );
     expect(outside).toEqual([]);
   });

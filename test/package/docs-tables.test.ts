@@ -28,6 +28,7 @@ const ENTRY_OPTIONS: readonly (readonly [file: string, type: string, page: strin
   ['sse/relay.ts', 'ToEventStreamOptions', 'docs/sse.md'],
   ['sse/node.ts', 'PipeEventsOptions', 'docs/sse.md'],
   ['store/memory.ts', 'MemoryStoreOptions', 'docs/store.md'],
+  ['deadline/signal.ts', 'DeadlineSignalOptions', 'docs/deadlines.md'],
 ];
 
 const files = ['fetch.ts', ...ENTRY_OPTIONS.map(([file]) => file)];
