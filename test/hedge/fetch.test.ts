@@ -8,7 +8,7 @@
 import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AttemptEvent, AttemptStartEvent, RequestEndEvent } from '../../src/events.js';
-import { createFetch, type StaunchOptions } from '../../src/index.js';
+import { createFetch, memoryStore, type StaunchOptions } from '../../src/index.js';
 import { type FakeClock, fakeClock, flush, until } from '../helpers/clock.js';
 import { settled } from '../helpers/harness.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
@@ -266,6 +266,31 @@ describe('the retry budget bounds hedges', () => {
     expect(statuses.every((s) => s === 200)).toBe(true);
     expect(server.received).toHaveLength(n + hedges);
   }, 60_000);
+});
+
+describe('the budget is shared through the store', () => {
+  it("a hedge of one client spends the token another client's hedge then lacks", async () => {
+    const { server, reply } = await holding();
+    const clock = fakeClock();
+    const store = memoryStore();
+    // One token in all: a floor of 1 a second, nothing earned.
+    const options = { clock, store, budget: { ratio: 0, minPerSecond: 1 }, hedge: { delay: 50 } };
+    const a = createFetch(options);
+    const b = createFetch(options);
+    const first = a(server.url);
+    await server.seen(1);
+    clock.advance(50);
+    await server.seen(2); // a's hedge took the token
+    reply(1);
+    expect((await first).status).toBe(200);
+    const second = b(server.url);
+    await server.seen(3);
+    clock.advance(50);
+    await flush(20);
+    expect(server.received).toHaveLength(3); // b's request went alone
+    reply(2);
+    expect((await second).status).toBe(200);
+  });
 });
 
 describe("delay: 'auto'", () => {
