@@ -84,6 +84,19 @@ describe('hedge (createFetch)', () => {
     expect(c.ends).toMatchObject([{ attempts: 2, status: 200, hedges: 1, won: 2 }]);
   });
 
+  it('its events carry the URL redacted: a secret in the query is never said', async () => {
+    const { server } = await holding((i) => (i === 0 ? undefined : 200));
+    const c = client({ hedge: { delay: 50 } });
+    const pending = c.fetch(`${server.url}/items?api_key=sentinel-s3cret`);
+    await server.seen(1);
+    c.clock.advance(50);
+    expect((await pending).status).toBe(200);
+    expect(c.hedges()).toBe(1);
+    const said = JSON.stringify([c.starts, c.attempts, c.ends]);
+    expect(said).toContain('api_key=***');
+    expect(said).not.toContain('sentinel-s3cret');
+  });
+
   it('the first attempt may still win: the hedge is aborted', async () => {
     const { server, closed, reply } = await holding();
     const c = client({ hedge: { delay: 50 } });
