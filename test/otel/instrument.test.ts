@@ -80,7 +80,8 @@ const traceparentOf = (s: ReadableSpan): string =>
  */
 function tracedFetch(otel: ReturnType<typeof instrument>) {
   const clock = fakeClock();
-  const tracked = trackedFetch(otel.transport());
+  // transport() takes a URL string, as staunch calls it; trackedFetch wraps any fetch.
+  const tracked = trackedFetch(otel.transport() as typeof fetch);
   stops.push(clock.autoAdvance(tracked.idle));
   return otel.wrap(
     createFetch({
