@@ -16,11 +16,14 @@ import { checkObject, describe, keysOf } from './internal/validate.js';
 import {
   checkClock,
   checkRandom,
+  type HedgeOptions,
   type IdempotencyOptions,
+  type ResolvedHedgeOptions,
   type ResolvedIdempotencyOptions,
   type ResolvedRetryOptions,
   type ResolvedTimeoutOptions,
   type RetryOptions,
+  resolveHedgeOptions,
   resolveIdempotencyOptions,
   resolveRetryOptions,
   resolveTimeoutOptions,
@@ -49,6 +52,12 @@ export interface ClientOptions extends PolicyOptions {
    * @see docs/deadlines.md
    */
   deadlineHeader?: DeadlineHeader;
+  /**
+   * Hedged requests: a replayable request with no response after `delay` is
+   * sent again, the first response wins (docs/hedging.md). Off by default.
+   * @default false
+   */
+  hedge?: false | HedgeOptions;
   /** Typed event listeners. @default {} */
   on?: StaunchListeners;
   /** Time source, for tests and the lab's simulator. @default systemClock */
@@ -78,6 +87,7 @@ export const CLIENT_KEYS: readonly string[] = keysOf<ClientOptions>()([
   'timeout',
   'idempotency',
   'deadlineHeader',
+  'hedge',
   'on',
   'clock',
   'random',
@@ -116,6 +126,8 @@ export interface Runtime {
   readonly timeout: ResolvedTimeoutOptions;
   readonly idempotency: ResolvedIdempotencyOptions;
   readonly deadlineHeader: ResolvedDeadlineHeader | undefined;
+  /** `hedge`, resolved: `undefined`, none. */
+  readonly hedge: ResolvedHedgeOptions | undefined;
   readonly random: Random;
   /** The listeners, as decorated. */
   readonly on: StaunchListeners;
@@ -150,6 +162,7 @@ export function resolveRuntime(
   const timeout = resolveTimeoutOptions(options.timeout);
   const idempotency = resolveIdempotencyOptions(options.idempotency);
   const deadlineHeader = resolveDeadlineHeader(options.deadlineHeader, undefined);
+  const hedge = resolveHedgeOptions(options.hedge);
   const clock = checkClock(options.clock) ?? systemClock;
   const random = checkRandom(options.random) ?? Math.random;
   const store = options.store ?? memoryStore();
@@ -191,6 +204,7 @@ export function resolveRuntime(
   const defaults: RequestSettings = Object.freeze({
     retry,
     timeout,
+    hedge,
     key: undefined,
     deadlineHeader,
   });
@@ -199,6 +213,7 @@ export function resolveRuntime(
     retry,
     timeout,
     idempotency,
+    hedge,
     deadlineHeader,
     random,
     on,

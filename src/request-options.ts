@@ -10,10 +10,13 @@ import {
 } from './deadline-header.js';
 import { checkObject, describe, keysOf } from './internal/validate.js';
 import {
+  type HedgeOptions,
+  type ResolvedHedgeOptions,
   type ResolvedIdempotencyOptions,
   type ResolvedRetryOptions,
   type ResolvedTimeoutOptions,
   type RetryOptions,
+  resolveHedgeOptions,
   resolveRetryOptions,
   resolveTimeoutOptions,
   type TimeoutOptions,
@@ -29,6 +32,8 @@ export interface StaunchRequestOptions {
   idempotencyKey?: string | undefined;
   /** Overrides the client's `deadlineHeader` for this request (`false`: none). @default the client's */
   deadlineHeader?: DeadlineHeader | undefined;
+  /** Overrides the client's hedging for this request; `false`: none. @default the client's */
+  hedge?: false | HedgeOptions | undefined;
 }
 
 const REQUEST_KEYS = keysOf<StaunchRequestOptions>()([
@@ -36,12 +41,15 @@ const REQUEST_KEYS = keysOf<StaunchRequestOptions>()([
   'timeout',
   'idempotencyKey',
   'deadlineHeader',
+  'hedge',
 ]);
 
 /** What one request runs with: the client's options, overridden where the request says. */
 export interface RequestSettings {
   retry: ResolvedRetryOptions;
   timeout: ResolvedTimeoutOptions;
+  /** Hedging: `undefined`, none. */
+  hedge: ResolvedHedgeOptions | undefined;
   /** The idempotency key the caller gave, if any. */
   key: string | undefined;
   /** The header that carries each attempt's time left, if any. */
@@ -58,6 +66,7 @@ export function readRequestOptions(
     readonly retry: ResolvedRetryOptions;
     readonly timeout: ResolvedTimeoutOptions;
     readonly deadlineHeader: ResolvedDeadlineHeader | undefined;
+    readonly hedge: ResolvedHedgeOptions | undefined;
     readonly defaults: RequestSettings;
   },
   staunch: unknown,
@@ -69,6 +78,7 @@ export function readRequestOptions(
   let retry = client.retry;
   let timeout = client.timeout;
   let deadlineHeader = client.deadlineHeader;
+  let hedge = client.hedge;
   // The shorthand's path, or (undefined) the option's own: built only for an error.
   let keyPath = shorthand?.path;
   let k: unknown = shorthand?.value;
@@ -81,6 +91,7 @@ export function readRequestOptions(
     if (o.deadlineHeader !== undefined) {
       deadlineHeader = resolveDeadlineHeader(o.deadlineHeader, undefined, `${path}.deadlineHeader`);
     }
+    if (o.hedge !== undefined) hedge = resolveHedgeOptions(o.hedge, `${path}.hedge`, client.hedge);
     if (o.idempotencyKey !== undefined) {
       keyPath = undefined;
       k = o.idempotencyKey;
@@ -90,7 +101,7 @@ export function readRequestOptions(
     const where = keyPath ?? `${path}.idempotencyKey`;
     throw new TypeError(`${where} must be a non-empty string, got ${describe(k)}`);
   }
-  return { retry, timeout, key: k as string | undefined, deadlineHeader };
+  return { retry, timeout, hedge, key: k as string | undefined, deadlineHeader };
 }
 
 /**

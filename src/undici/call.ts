@@ -14,6 +14,8 @@ import { NetworkError, SsrfBlockedError } from '../errors.js';
 import type { Exchange, LogicalRequest } from '../executor/index.js';
 import { collectSecrets } from '../internal/redact.js';
 import type {
+  HedgeOptions,
+  ResolvedHedgeOptions,
   ResolvedRetryOptions,
   ResolvedTimeoutOptions,
   RetryOptions,
@@ -42,6 +44,8 @@ export interface StaunchDispatchFields {
   idempotencyKey?: string;
   /** Overrides the interceptor's `deadlineHeader` for this request (`false`: none). */
   deadlineHeader?: DeadlineHeader;
+  /** Overrides the interceptor's hedging for this request; `false`: none (docs/hedging.md). */
+  hedge?: false | HedgeOptions;
 }
 
 /** Dispatch (or `undici.request`) options with staunch's per-request fields. */
@@ -75,6 +79,8 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   readonly signal: AbortSignal;
   readonly retry: ResolvedRetryOptions;
   readonly timeout: ResolvedTimeoutOptions;
+  /** Hedging, for a body every attempt may send at once (never a stream nor a kept one-shot body). */
+  readonly hedge: ResolvedHedgeOptions | undefined;
   readonly #dispatch: Dispatcher.Dispatch;
   readonly #opts: Dispatcher.DispatchOptions;
   readonly #keyHeader: string;
@@ -116,6 +122,8 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     const deadline = settings.deadlineHeader;
     this.#deadline =
       deadline === undefined || hasHeader(opts.headers, deadline.lower) ? undefined : deadline;
+    const fixed = this.resendable === always && !(opts.body instanceof KeptBody);
+    this.hedge = fixed ? settings.hedge : undefined;
   }
 
   /**
