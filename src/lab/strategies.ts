@@ -11,13 +11,19 @@
  *   pacing headers) as the executor does: a plain loop too, policies off.
  * - `staunch`: the library's defaults (its backoff, retry budget, circuit
  *   breaker and rate limiter, as `defaults.ts` reads them), honouring pacing.
+ *   It does not hedge (hedging is opt-in): the baseline of the hedging runs.
+ * - `staunch+hedge`: the same defaults with `hedge: {}` (an adaptive delay,
+ *   hedges paid from the retry budget).
+ * - `hedge-fixed`: a naive hedge, as a hand-written loop does it: the default
+ *   backoff, policies off (so no budget pays for its hedges), one hedge after
+ *   a fixed delay (the lab's `hedgeDelay`) whatever the upstream does.
  *
  * Every strategy gets the scenario's attempt cap and deadline.
  */
 import type { PolicyOptions } from '../policy/policies.js';
 import { type Backoff, constantBackoff, exponentialBackoff } from '../retry/backoff.js';
 import { describeBackoff, staunchDefaults } from './defaults.js';
-import type { LoopName, StrategyName } from './options.js';
+import { LOOP_NAMES, type LoopName, type StrategyName } from './option-spec.js';
 
 /** What a strategy sets: its backoff (absent = staunch's default), its policies, whether it sees pacing. */
 export interface StrategyConfig {
@@ -28,6 +34,13 @@ export interface StrategyConfig {
   readonly policies: Readonly<PolicyOptions>;
   /** Whether the executor sees the server's pacing headers (false: the lab strips them). */
   readonly pacing: boolean;
+  /** The `hedge` option it sets, as a user writes it (absent: no hedging). */
+  readonly hedge?: HedgeSetting | undefined;
+}
+
+/** A hedge as the lab sets it: the public `hedge` option's form. */
+export interface HedgeSetting {
+  readonly delay?: number | 'auto';
 }
 
 const OFF: Readonly<PolicyOptions> = Object.freeze({
@@ -46,17 +59,36 @@ const LOOPS: Readonly<Record<Base, () => Backoff>> = {
   decorrelated: () => exponentialBackoff({ jitter: 'decorrelated' }),
 };
 
-/** The configuration of strategy `name`. */
-export function strategyConfig(name: StrategyName): StrategyConfig {
-  if (name === 'staunch') {
+/**
+ * The configuration of strategy `name`; `hedgeDelay` is `hedge-fixed`'s
+ * delay, ms (the lab's `hedgeDelay` option: no other strategy reads it).
+ */
+export function strategyConfig(name: StrategyName, hedgeDelay?: number): StrategyConfig {
+  if (name === 'staunch' || name === 'staunch+hedge') {
+    const defaults = staunchDefaults()
+      .map((d) => d.text)
+      .join('; ');
+    const hedge = name === 'staunch+hedge';
     return {
       name,
-      description: `defaults: ${staunchDefaults()
-        .map((d) => d.text)
-        .join('; ')}`,
+      description: hedge
+        ? `defaults and hedge: {} (adaptive delay, budgeted); ${defaults}`
+        : `defaults: ${defaults}`,
       backoff: undefined,
       policies: Object.freeze({}),
       pacing: true,
+      ...(hedge && { hedge: Object.freeze({}) }),
+    };
+  }
+  if (name === 'hedge-fixed') {
+    if (hedgeDelay === undefined) throw new Error('lab: hedge-fixed needs its hedgeDelay');
+    return {
+      name,
+      description: `one hedge after a fixed ${hedgeDelay} ms; default backoff; policies off (no budget)`,
+      backoff: undefined,
+      policies: OFF,
+      pacing: false,
+      hedge: Object.freeze({ delay: hedgeDelay }),
     };
   }
   const ra = name.endsWith('+ra');
@@ -70,7 +102,7 @@ export function strategyConfig(name: StrategyName): StrategyConfig {
   };
 }
 
-/** Whether `name` is one of the plain loops (everything but staunch). */
+/** Whether `name` is one of the plain retry loops (not staunch, not a hedging strategy). */
 export function isLoop(name: string): name is LoopName {
-  return name !== 'staunch';
+  return (LOOP_NAMES as readonly string[]).includes(name);
 }
