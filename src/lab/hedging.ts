@@ -18,7 +18,8 @@ import type { StrategyMetrics } from './metrics.js';
 import type { LabResult } from './result.js';
 
 /** The targets of `staunch+hedge`, as ratios to `staunch`. */
-export const HEDGE_TARGETS = Object.freeze({ load: 1.1, goodput: 1, p99: 0.3 });
+export const HEDGE_TARGETS: Readonly<{ load: number; goodput: number; p99: number }> =
+  Object.freeze({ load: 1.1, goodput: 1, p99: 0.3 });
 
 /** A hedging strategy's figures over staunch's (no hedging), on the same run. */
 export interface HedgeComparison {
