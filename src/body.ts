@@ -28,6 +28,11 @@ export interface AttemptBody {
 const always = (): boolean => true;
 const NO_BODY: AttemptBody = { next: () => undefined, resendable: always };
 
+/** No body, or one every attempt sends as it is: several attempts may be in flight at once (hedging). */
+export function isFixedBody(body: AttemptBody): boolean {
+  return body.resendable === always;
+}
+
 function fixed(value: unknown): AttemptBody {
   return { next: () => value, resendable: always };
 }

@@ -11,11 +11,14 @@ import { checkObject, describe, keysOf } from './internal/validate.js';
 import {
   checkClock,
   checkRandom,
+  type HedgeOptions,
   type IdempotencyOptions,
+  type ResolvedHedgeOptions,
   type ResolvedIdempotencyOptions,
   type ResolvedRetryOptions,
   type ResolvedTimeoutOptions,
   type RetryOptions,
+  resolveHedgeOptions,
   resolveIdempotencyOptions,
   resolveRetryOptions,
   resolveTimeoutOptions,
@@ -36,6 +39,12 @@ export interface ClientOptions extends PolicyOptions {
   timeout?: TimeoutOptions | number | false;
   /** Idempotency key header, and whether to add one to POST/PATCH. @default { header: 'Idempotency-Key', auto: false } */
   idempotency?: IdempotencyOptions;
+  /**
+   * Hedged requests: a replayable request with no response after `delay` is
+   * sent again, the first response wins (docs/hedging.md). Off by default.
+   * @default false
+   */
+  hedge?: false | HedgeOptions;
   /** Typed event listeners. @default {} */
   on?: StaunchListeners;
   /** Time source, for tests and the lab's simulator. @default systemClock */
@@ -64,6 +73,7 @@ export const CLIENT_KEYS: readonly string[] = keysOf<ClientOptions>()([
   'retry',
   'timeout',
   'idempotency',
+  'hedge',
   'on',
   'clock',
   'random',
@@ -101,6 +111,8 @@ export interface Runtime {
   readonly retry: ResolvedRetryOptions;
   readonly timeout: ResolvedTimeoutOptions;
   readonly idempotency: ResolvedIdempotencyOptions;
+  /** `hedge`, resolved: `undefined`, none. */
+  readonly hedge: ResolvedHedgeOptions | undefined;
   readonly random: Random;
   /** The listeners, as decorated. */
   readonly on: StaunchListeners;
@@ -134,6 +146,7 @@ export function resolveRuntime(
   const retry = resolveRetryOptions(options.retry);
   const timeout = resolveTimeoutOptions(options.timeout);
   const idempotency = resolveIdempotencyOptions(options.idempotency);
+  const hedge = resolveHedgeOptions(options.hedge);
   const clock = checkClock(options.clock) ?? systemClock;
   const random = checkRandom(options.random) ?? Math.random;
   const store = options.store ?? memoryStore();
@@ -172,6 +185,6 @@ export function resolveRuntime(
     pacing: options.pacing,
     mismatch: idempotency.mismatch,
   });
-  const defaults: RequestSettings = Object.freeze({ retry, timeout, key: undefined });
-  return Object.freeze({ executor, retry, timeout, idempotency, random, on, defaults });
+  const defaults: RequestSettings = Object.freeze({ retry, timeout, hedge, key: undefined });
+  return Object.freeze({ executor, retry, timeout, idempotency, hedge, random, on, defaults });
 }

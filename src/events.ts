@@ -18,6 +18,8 @@ export interface RequestEvent {
 export interface AttemptStartEvent extends RequestEvent {
   /** 1 for the first attempt. */
   attempt: number;
+  /** `true` for a hedge: sent while an earlier attempt was still in flight (docs/hedging.md). */
+  hedge?: true;
 }
 
 /** One attempt settled. */
@@ -35,6 +37,10 @@ export interface AttemptEvent extends RequestEvent {
    * key's first request (`Idempotent-Replayed: true`, as Stripe sends it).
    */
   replayed?: true;
+  /** `true` for a hedge: sent while an earlier attempt was still in flight (docs/hedging.md). */
+  hedge?: true;
+  /** `true` when another attempt won the race of hedged attempts and this one was aborted. */
+  lost?: true;
   /** ms from the attempt's start to its response headers or its failure. */
   duration: number;
 }
@@ -138,6 +144,10 @@ export interface RequestEndEvent extends RequestEvent {
   replayed?: true;
   /** The error's code (`STAUNCH_DEADLINE`, `ECONNRESET`…), when one was thrown. */
   code?: string;
+  /** Hedges sent (docs/hedging.md), when there was one. */
+  hedges?: number;
+  /** When a hedge was sent: the attempt whose response was handed back (1: the first attempt won). */
+  won?: number;
   /** ms from the call to the response headers handed back, or to the error. */
   duration: number;
 }

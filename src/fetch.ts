@@ -4,7 +4,13 @@
  * the `staunch` field and the `idempotencyKey` shorthand on the init), same
  * `Response`.
  */
-import { type AttemptBody, cancelStreamBody, encodeFormData, prepareBody } from './body.js';
+import {
+  type AttemptBody,
+  cancelStreamBody,
+  encodeFormData,
+  isFixedBody,
+  prepareBody,
+} from './body.js';
 import { CLIENT_KEYS, type ClientOptions, type Runtime, resolveRuntime } from './client.js';
 import { emit } from './events.js';
 import type { Exchange, LogicalRequest } from './executor/index.js';
@@ -235,6 +241,8 @@ class FetchCall implements LogicalRequest, Exchange<Response> {
   readonly signal: AbortSignal | undefined;
   readonly retry: RequestSettings['retry'];
   readonly timeout: RequestSettings['timeout'];
+  /** Hedging, for a body every attempt may send at once (never a stream). */
+  readonly hedge: RequestSettings['hedge'];
   /** The body when it is a string, for the policy key. */
   readonly body: string | undefined;
   readonly #client: FetchRuntime;
@@ -260,6 +268,7 @@ class FetchCall implements LogicalRequest, Exchange<Response> {
     this.replayable = replayable;
     this.retry = retry;
     this.timeout = settings.timeout;
+    this.hedge = isFixedBody(body) ? settings.hedge : undefined;
     this.signal = base.signal ?? undefined;
     this.body = typeof base.body === 'string' ? base.body : undefined;
     this.#body = body;

@@ -46,7 +46,7 @@ export { createFetch } from './fetch.js';
 export type { Clock, Random } from './internal/clock.js';
 export { systemClock } from './internal/clock.js';
 export { redactUrl } from './internal/redact.js';
-export type { IdempotencyOptions, RetryOptions, TimeoutOptions } from './options.js';
+export type { HedgeOptions, IdempotencyOptions, RetryOptions, TimeoutOptions } from './options.js';
 export { DEFAULT_METHODS, DEFAULT_STATUSES } from './options.js';
 export type { BreakerOptions, CircuitState } from './policy/breaker/breaker.js';
 export type { BudgetOptions } from './policy/budget/budget.js';

@@ -240,3 +240,73 @@ export function checkRandom(input: unknown): Random | undefined {
   }
   return input as Random;
 }
+
+/**
+ * Hedged requests: while an attempt has no response after `delay`, the same
+ * request is sent again; the first response wins, the others are aborted.
+ * Replayable requests only, paid from the retry budget (docs/hedging.md).
+ */
+export interface HedgeOptions {
+  /**
+   * ms without a response before a hedge is sent; `'auto'`: the `percentile`
+   * of the key's observed time to response headers (no hedge until 20 successes were seen).
+   * @default 'auto'
+   */
+  delay?: number | 'auto';
+  /** Hedges in flight beside the attempt at most. @default 1 */
+  max?: number;
+  /** With `delay: 'auto'`: the percentile of the observed latency, in (0, 1]. @default 0.95 */
+  percentile?: number;
+  /** With `delay: 'auto'`: the shortest delay, in ms. @default 10 */
+  minDelay?: number;
+}
+
+/** @internal `hedge` resolved: what the executor reads (`LogicalRequest.hedge`). */
+export interface ResolvedHedgeOptions {
+  readonly delay: number | 'auto';
+  readonly max: number;
+  readonly percentile: number;
+  readonly minDelay: number;
+}
+
+export const DEFAULT_HEDGE: ResolvedHedgeOptions = Object.freeze({
+  delay: 'auto',
+  max: 1,
+  percentile: 0.95,
+  minDelay: 10,
+});
+
+const HEDGE_KEYS = keysOf<HedgeOptions>()(['delay', 'max', 'percentile', 'minDelay']);
+
+/**
+ * Resolves `hedge` (named `path` in errors) on top of `base`: `undefined`
+ * keeps `base`, `false` is no hedging (`undefined`), an object overrides
+ * `base`'s fields (the defaults' when `base` is none).
+ */
+export function resolveHedgeOptions(
+  input: HedgeOptions | false | undefined,
+  path = 'hedge',
+  base?: ResolvedHedgeOptions,
+): ResolvedHedgeOptions | undefined {
+  if (input === undefined) return base;
+  if (input === false) return undefined;
+  const o = checkObject(path, input, HEDGE_KEYS) as HedgeOptions;
+  const from = base ?? DEFAULT_HEDGE;
+  let delay = from.delay;
+  if (o.delay !== undefined && o.delay !== 'auto') {
+    delay = checkNumber(`${path}.delay`, o.delay, { min: 0, exclusiveMin: true, max: MAX_DELAY });
+  } else if (o.delay === 'auto') delay = 'auto';
+  const max =
+    o.max === undefined
+      ? from.max
+      : checkNumber(`${path}.max`, o.max, { min: 1, max: 10, integer: true });
+  const percentile =
+    o.percentile === undefined
+      ? from.percentile
+      : checkNumber(`${path}.percentile`, o.percentile, { min: 0, exclusiveMin: true, max: 1 });
+  const minDelay =
+    o.minDelay === undefined
+      ? from.minDelay
+      : checkNumber(`${path}.minDelay`, o.minDelay, { min: 0, max: MAX_DELAY });
+  return Object.freeze({ delay, max, percentile, minDelay });
+}

@@ -5,10 +5,13 @@
  */
 import { checkObject, describe, keysOf } from './internal/validate.js';
 import {
+  type HedgeOptions,
+  type ResolvedHedgeOptions,
   type ResolvedIdempotencyOptions,
   type ResolvedRetryOptions,
   type ResolvedTimeoutOptions,
   type RetryOptions,
+  resolveHedgeOptions,
   resolveRetryOptions,
   resolveTimeoutOptions,
   type TimeoutOptions,
@@ -22,14 +25,23 @@ export interface StaunchRequestOptions {
   timeout?: TimeoutOptions | number | false | undefined;
   /** Sent in the idempotency header; makes any method replayable. @default none */
   idempotencyKey?: string | undefined;
+  /** Overrides the client's hedging for this request; `false`: none. @default the client's */
+  hedge?: false | HedgeOptions | undefined;
 }
 
-const REQUEST_KEYS = keysOf<StaunchRequestOptions>()(['retry', 'timeout', 'idempotencyKey']);
+const REQUEST_KEYS = keysOf<StaunchRequestOptions>()([
+  'retry',
+  'timeout',
+  'idempotencyKey',
+  'hedge',
+]);
 
 /** What one request runs with: the client's options, overridden where the request says. */
 export interface RequestSettings {
   retry: ResolvedRetryOptions;
   timeout: ResolvedTimeoutOptions;
+  /** Hedging: `undefined`, none. */
+  hedge: ResolvedHedgeOptions | undefined;
   /** The idempotency key the caller gave, if any. */
   key: string | undefined;
 }
@@ -43,6 +55,7 @@ export function readRequestOptions(
   client: {
     readonly retry: ResolvedRetryOptions;
     readonly timeout: ResolvedTimeoutOptions;
+    readonly hedge: ResolvedHedgeOptions | undefined;
     readonly defaults: RequestSettings;
   },
   staunch: unknown,
@@ -53,6 +66,7 @@ export function readRequestOptions(
   if (staunch === undefined && shorthand?.value === undefined) return client.defaults;
   let retry = client.retry;
   let timeout = client.timeout;
+  let hedge = client.hedge;
   // The shorthand's path, or (undefined) the option's own: built only for an error.
   let keyPath = shorthand?.path;
   let k: unknown = shorthand?.value;
@@ -62,6 +76,7 @@ export function readRequestOptions(
     if (o.timeout !== undefined) {
       timeout = resolveTimeoutOptions(o.timeout, client.timeout, `${path}.timeout`);
     }
+    if (o.hedge !== undefined) hedge = resolveHedgeOptions(o.hedge, `${path}.hedge`, client.hedge);
     if (o.idempotencyKey !== undefined) {
       keyPath = undefined;
       k = o.idempotencyKey;
@@ -71,7 +86,7 @@ export function readRequestOptions(
     const where = keyPath ?? `${path}.idempotencyKey`;
     throw new TypeError(`${where} must be a non-empty string, got ${describe(k)}`);
   }
-  return { retry, timeout, key: k as string | undefined };
+  return { retry, timeout, hedge, key: k as string | undefined };
 }
 
 /**

@@ -3,7 +3,11 @@
  * sending one attempt of it. Types only; the adapters (fetch, undici) build
  * them, the executor and the policies read them.
  */
-import type { ResolvedRetryOptions, ResolvedTimeoutOptions } from './options.js';
+import type {
+  ResolvedHedgeOptions,
+  ResolvedRetryOptions,
+  ResolvedTimeoutOptions,
+} from './options.js';
 import type { ReplayRequest } from './replay.js';
 import type { HeaderSource } from './retry/server-delay.js';
 
@@ -51,6 +55,11 @@ export interface LogicalRequest {
   signal: AbortSignal | undefined;
   retry: ResolvedRetryOptions;
   timeout: ResolvedTimeoutOptions;
+  /**
+   * Hedging (docs/hedging.md): `undefined`, none. The executor hedges only a
+   * replayable request whose exchange is still `resendable`.
+   */
+  hedge?: ResolvedHedgeOptions | undefined;
   /** The request's secret values, computed only when an error needs scrubbing. */
   secrets(): readonly string[];
   /**

@@ -26,6 +26,16 @@ import type { Exchange, FirstTicket, LogicalRequest, Outcome } from '../request.
 import { classifyError, errorCode, isInvalidRequest, replayedBy } from '../retry/classify.js';
 import type { Failure } from './types.js';
 
+/** One attempt's own state, kept while several are in flight (executor/hedge.ts). */
+export interface AttemptState {
+  readonly attempt: number;
+  readonly gate: Gate;
+  readonly started: number;
+  readonly limit: number;
+  readonly scope: DeadlineScope;
+  readonly hedge: boolean;
+}
+
 export class Flight<R> implements AdmitContext, FirstTicket {
   /** Clock times the request began, and its total deadline expires. */
   readonly began: number;
@@ -41,6 +51,11 @@ export class Flight<R> implements AdmitContext, FirstTicket {
   started = 0;
   limit: number = Number.POSITIVE_INFINITY;
   scope: DeadlineScope = 'total';
+  /** The attempt under way is a hedge (executor/hedge.ts). */
+  hedge = false;
+  /** Hedges sent, and the attempt whose response was handed back once one was. */
+  hedges = 0;
+  won: number | undefined;
   #giveUp: GiveUpEvent | undefined;
   #url: string | undefined;
 
@@ -64,7 +79,7 @@ export class Flight<R> implements AdmitContext, FirstTicket {
    * The admitted attempt leaves at `now` with `gate`, if the total deadline
    * has not passed: its own deadline is `timeout.attempt` or what is left.
    */
-  leave(gate: Gate, now: number): void {
+  leave(gate: Gate, now: number, hedge = false): void {
     const remaining = this.deadline - now;
     if (remaining <= 0) {
       gate.release();
@@ -77,12 +92,28 @@ export class Flight<R> implements AdmitContext, FirstTicket {
     this.sent = this.attempt;
     this.scope = attempt < remaining ? 'attempt' : 'total';
     this.limit = Math.min(attempt, remaining);
+    this.hedge = hedge;
+    if (hedge) this.hedges++;
     if (this.on.attemptStart === undefined) return;
-    emit(this.on.attemptStart, {
-      method: this.request.method,
-      url: this.url(),
-      attempt: this.sent,
-    });
+    const { method } = this.request;
+    const event = { method, url: this.url(), attempt: this.sent };
+    emit(this.on.attemptStart, hedge ? { ...event, hedge } : event);
+  }
+
+  /** The attempt under way's own state, to {@link resume} it later. */
+  current(): AttemptState {
+    const { attempt, gate, started, limit, scope, hedge } = this;
+    return { attempt, gate, started, limit, scope, hedge };
+  }
+
+  /** Makes `state`'s attempt the one under way again (its outcome is learnt next). */
+  resume(state: AttemptState): void {
+    this.attempt = state.attempt;
+    this.gate = state.gate;
+    this.started = state.started;
+    this.limit = state.limit;
+    this.scope = state.scope;
+    this.hedge = state.hedge;
   }
 
   /** The error that ends the attempt under way at its `limit` (or the request, `total`). */
@@ -177,11 +208,13 @@ export class Flight<R> implements AdmitContext, FirstTicket {
     }
     if (on.end === undefined) return;
     const duration = this.clock.now() - this.began;
+    const hedged = this.hedges > 0 ? { hedges: this.hedges, won: this.won } : undefined;
     emit(on.end, {
       method: request.method,
       url: this.url(),
       attempts: this.sent,
       ...how,
+      ...(hedged && defined(hedged)),
       duration,
     });
   }

@@ -5,13 +5,15 @@
  */
 import type { DeadlineExceededError } from '../errors.js';
 import { admit, type Gate, OPEN_GATE } from '../policy/gate.js';
+import { LatencyTracker } from '../policy/hedge.js';
 import { isPromiseLike } from '../policy/store-call.js';
 import type { Exchange, FirstSink, FirstTicket, LogicalRequest, Outcome } from '../request.js';
 import { responsePacing } from '../retry/server-delay.js';
 import { Flight } from './flight.js';
+import { hedgeAfter, hedged } from './hedge.js';
 import { learn } from './learn.js';
 import { race } from './race.js';
-import type { ExecutorOptions, Failure, Setup } from './types.js';
+import type { ExecutorOptions, Failure, Lesson, Setup } from './types.js';
 import { next, retryAfter } from './wait.js';
 
 export type { Exchange, FirstSink, FirstTicket, LogicalRequest, Outcome } from '../request.js';
@@ -24,7 +26,8 @@ export class Executor {
     const p = options.policies;
     const any = p && (p.breaker || p.budget || p.limiter || p.concurrency || p.hold);
     const pacing = responsePacing(options.pacing);
-    this.#setup = { ...options, policies: any ? p : undefined, pacing };
+    const latency = new LatencyTracker();
+    this.#setup = { ...options, policies: any ? p : undefined, pacing, latency };
   }
 
   /** The clock deadlines and waits run on (an adapter arms attempt 1's deadline on it: {@link first}). */
@@ -53,7 +56,8 @@ export class Executor {
     const flight = this.#flight(request, exchange, key);
     try {
       const gate = this.#admit(flight);
-      if (!isPromiseLike(gate)) {
+      // A hedged request races its attempts in the loop: the adapter sends none of them itself.
+      if (!isPromiseLike(gate) && request.hedge === undefined) {
         flight.leave(gate, this.#setup.clock.now());
         return flight;
       }
@@ -104,7 +108,7 @@ export class Executor {
    */
   async #loop<R>(
     flight: Flight<R>,
-    admitting: Promise<Gate> | undefined,
+    admitting: Gate | Promise<Gate> | undefined,
     failed: Failure<R> | undefined,
   ): Promise<R> {
     const setup = this.#setup;
@@ -115,8 +119,13 @@ export class Executor {
           admitting = undefined;
           const gate = isPromiseLike(admitted) ? await admitted : admitted;
           flight.leave(gate, setup.clock.now());
-          const outcome = await race(flight);
-          const lesson = learn(setup, flight, outcome);
+          const delay = flight.request.hedge === undefined ? undefined : hedgeAfter(setup, flight);
+          let outcome: Outcome<R>;
+          let lesson: Lesson | undefined;
+          if (delay === undefined) {
+            outcome = await race(flight);
+            lesson = learn(setup, flight, outcome);
+          } else ({ outcome, lesson } = await hedged(setup, flight, delay));
           if (lesson === undefined)
             return flight.handOver(outcome as Extract<Outcome<R>, { ok: true }>);
           failed = { outcome, lesson };

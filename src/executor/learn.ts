@@ -47,7 +47,11 @@ function fromResponse<R>(setup: Setup, flight: Flight<R>, response: R, done: num
   if (policies !== undefined) {
     feedback(policies, flight.key, flight.gate, { status, pacing, sentAt: started }, done);
   }
-  if (refined === undefined) return undefined;
+  if (refined === undefined) {
+    // What `hedge.delay: 'auto'` reads (policy/hedge.ts): the time to headers of a success.
+    if (request.hedge?.delay === 'auto') setup.latency.record(flight.key, done - started);
+    return undefined;
+  }
   const inFlight = refined.inFlight === true;
   const verdict: AttemptVerdict = {
     scope: refined.scope,
@@ -75,7 +79,7 @@ function fromError(setup: Setup, flight: Flight<unknown>, error: unknown, done: 
   const code = errorCode(error);
   say(setup, flight, done, { code });
   if (error instanceof DeadlineExceededError && error.timeout === 'total') {
-    flight.giveUp('deadline', flight.attempt);
+    flight.giveUp('deadline', flight.sent);
     throw error;
   }
   const verdict: AttemptVerdict = { ...errorScope(error), stale };
@@ -88,5 +92,13 @@ function say(setup: Setup, flight: Flight<unknown>, done: number, how: Fields<At
   if (listener === undefined) return;
   const { method } = flight.request;
   const duration = done - flight.started;
-  emit(listener, { method, url: flight.url(), attempt: flight.attempt, ...defined(how), duration });
+  const { attempt, hedge } = flight;
+  emit(listener, {
+    method,
+    url: flight.url(),
+    attempt,
+    ...defined(how),
+    ...(hedge && { hedge }),
+    duration,
+  });
 }

@@ -2,6 +2,7 @@
  * One attempt raced against its deadline and the caller's signal: settled once, by the first
  * of the three, even if the transport ignores its signal; a response after that is released.
  */
+import type { DeadlineScope } from '../errors.js';
 import { noop } from '../internal/clock.js';
 import { type Deadline, startDeadline, startSteadyDeadline } from '../internal/deadlines.js';
 import { linkSignal } from '../internal/signals.js';
@@ -14,6 +15,16 @@ export function race<R>(flight: Flight<R>): Promise<Outcome<R>> {
   return new Promise((resolve) => new Race(flight, resolve).start());
 }
 
+/** {@link race}, and how to abort that attempt alone (a hedge's loser: executor/hedge.ts). */
+export function raceAbortable<R>(
+  flight: Flight<R>,
+  settle: (outcome: Outcome<R>) => void,
+): (reason: unknown) => void {
+  const one = new Race(flight, settle);
+  one.start();
+  return one.abort;
+}
+
 class Race<R> {
   readonly #flight: Flight<R>;
   // A token when the transport reads its signal only as staunch's own code does (token.ts).
@@ -22,12 +33,17 @@ class Race<R> {
   #settle: ((outcome: Outcome<R>) => void) | undefined;
   #deadline: Deadline | undefined;
   #unlink = noop;
+  /** The attempt's number and deadline scope, kept: hedges change the flight's. */
+  readonly #attempt: number;
+  readonly #scope: DeadlineScope;
 
   constructor(flight: Flight<R>, settle: (outcome: Outcome<R>) => void) {
     this.#flight = flight;
     this.#settle = settle;
     const token = flight.exchange.tokenSignal === true;
     this.#controller = token ? new AbortToken() : new AbortController();
+    this.#attempt = flight.attempt;
+    this.#scope = flight.scope;
   }
 
   start(): void {
@@ -48,7 +64,7 @@ class Race<R> {
 
   /** The attempt's deadline fired (the deadline list calls it). */
   onDeadline(): void {
-    this.abort(this.#flight.expired());
+    this.abort(this.#flight.expired(this.#scope, this.#attempt));
   }
 
   /** The caller's abort or the deadline; once a response was handed back, it only cancels the body. */

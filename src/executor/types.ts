@@ -1,6 +1,7 @@
 /** What the executor's parts share: its settings, what an attempt taught. Types only. */
 import type { StaunchListeners } from '../events.js';
 import type { Clock, Random } from '../internal/clock.js';
+import type { LatencyTracker } from '../policy/hedge.js';
 import type { Policies } from '../policy/policies.js';
 import type { Outcome } from '../request.js';
 import type { StatusClassifier } from '../retry/classify.js';
@@ -24,6 +25,8 @@ export interface ExecutorOptions {
 /** The executor's settings as its parts read them (`policies`: none when all are off). */
 export interface Setup extends Readonly<Omit<ExecutorOptions, 'pacing'>> {
   readonly pacing: ResponsePacing;
+  /** Time to headers of successes per key, for `hedge.delay: 'auto'`. */
+  readonly latency: LatencyTracker;
 }
 
 /** What an attempt that is not handed back taught: how to go on. */

@@ -83,7 +83,7 @@ export function admit(
 }
 
 /** What the `hold` hook asks of this attempt: ms > 0, else 0. */
-function askHold(ctx: AdmitContext, policies: Policies, now = ctx.clock.now()): number {
+export function askHold(ctx: AdmitContext, policies: Policies, now = ctx.clock.now()): number {
   const hook = policies.hold;
   if (hook === undefined) return 0;
   const { request, key } = ctx;

@@ -12,6 +12,8 @@ import { NetworkError, SsrfBlockedError } from '../errors.js';
 import type { Exchange, LogicalRequest } from '../executor/index.js';
 import { collectSecrets } from '../internal/redact.js';
 import type {
+  HedgeOptions,
+  ResolvedHedgeOptions,
   ResolvedRetryOptions,
   ResolvedTimeoutOptions,
   RetryOptions,
@@ -38,6 +40,8 @@ export interface StaunchDispatchFields {
   timeout?: TimeoutOptions | number | false;
   /** Sent in the idempotency header; makes any method replayable. */
   idempotencyKey?: string;
+  /** Overrides the interceptor's hedging for this request; `false`: none (docs/hedging.md). */
+  hedge?: false | HedgeOptions;
 }
 
 /** Dispatch (or `undici.request`) options with staunch's per-request fields. */
@@ -71,6 +75,8 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   readonly signal: AbortSignal;
   readonly retry: ResolvedRetryOptions;
   readonly timeout: ResolvedTimeoutOptions;
+  /** Hedging, for a body every attempt may send at once (never a stream nor a kept one-shot body). */
+  readonly hedge: ResolvedHedgeOptions | undefined;
   readonly #dispatch: Dispatcher.Dispatch;
   readonly #opts: Dispatcher.DispatchOptions;
   readonly #keyHeader: string;
@@ -107,6 +113,8 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     this.timeout = settings.timeout;
     this.#keyHeader = keyHeader;
     this.resendable = resendable(opts.body);
+    const fixed = this.resendable === always && !(opts.body instanceof KeptBody);
+    this.hedge = fixed ? settings.hedge : undefined;
   }
 
   /**
