@@ -20,6 +20,7 @@
  *
  * Every strategy gets the scenario's attempt cap and deadline.
  */
+import type { HedgeOptions } from '../options.js';
 import type { PolicyOptions } from '../policy/policies.js';
 import { type Backoff, constantBackoff, exponentialBackoff } from '../retry/backoff.js';
 import { describeBackoff, staunchDefaults } from './defaults.js';
@@ -35,12 +36,7 @@ export interface StrategyConfig {
   /** Whether the executor sees the server's pacing headers (false: the lab strips them). */
   readonly pacing: boolean;
   /** The `hedge` option it sets, as a user writes it (absent: no hedging). */
-  readonly hedge?: HedgeSetting | undefined;
-}
-
-/** A hedge as the lab sets it: the public `hedge` option's form. */
-export interface HedgeSetting {
-  readonly delay?: number | 'auto';
+  readonly hedge?: Readonly<HedgeOptions> | undefined;
 }
 
 const OFF: Readonly<PolicyOptions> = Object.freeze({

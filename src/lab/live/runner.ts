@@ -75,6 +75,7 @@ export function strategyClient(
         createFetch({
           retry: { attempts, ...(s.backoff !== undefined && { backoff: s.backoff }) },
           timeout: { total: deadline },
+          ...(s.hedge !== undefined && { hedge: s.hedge }),
           ...s.policies,
           ...(store !== undefined && { store }),
           ...(!s.pacing && { fetch: withoutPacing }),

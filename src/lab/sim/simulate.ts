@@ -8,7 +8,7 @@
  */
 import type { StaunchListeners } from '../../events.js';
 import { type Exchange, Executor, type LogicalRequest } from '../../executor/index.js';
-import { resolveRetryOptions, resolveTimeoutOptions } from '../../options.js';
+import { resolveHedgeOptions, resolveRetryOptions, resolveTimeoutOptions } from '../../options.js';
 import { createPolicies } from '../../policy/policies.js';
 import { memoryStore } from '../../store/memory.js';
 import type { LabConfig, StrategyName } from '../options.js';
@@ -86,6 +86,7 @@ export async function simulateStrategy(
     signal: undefined,
     retry,
     timeout,
+    hedge: resolveHedgeOptions(s.hedge),
     secrets: () => [],
   };
   const now = (): number => clock.elapsed();
