@@ -43,7 +43,7 @@ describe('latency-tail (5 % of responses 20 × the median)', async () => {
     const own = v.comparisons.find((c) => c.name === 'staunch+hedge')!;
     expect(own.attempts).toBeLessThanOrEqual(1.1);
     expect(hedged.attemptsPerRequest).toBeLessThanOrEqual(1.1 * staunch.attemptsPerRequest);
-    expect(hedged.goodput).toBeGreaterThanOrEqual(staunch.goodput);
+    expect(hedged.successes).toBeGreaterThanOrEqual(staunch.successes);
   });
 
   // Known miss (docs/lab.md, "Hedging"): the adaptive delay is the fast responses' own 52 ms;
@@ -57,11 +57,12 @@ describe('latency-tail (5 % of responses 20 × the median)', async () => {
 });
 
 describe('slow-under-load (demand at 0.9 × an upstream that slows as requests pile up)', async () => {
-  // The live preset's size: 2 880 requests over 20 s, 144 a second on 160 a second of cores.
-  const r = await runLab({ scenario: 'slow-under-load', requests: 2_880, span: 20_000, seed: 1 });
+  // The preset: 8 640 requests over 60 s, 144 a second on 160 a second of cores.
+  const r = await runLab({ scenario: 'slow-under-load', seed: 1 });
   const staunch = byName(r, 'staunch');
   const naive = byName(r, 'hedge-fixed');
   const hedged = byName(r, 'staunch+hedge');
+  const verdict = hedgeVerdict(r)!;
 
   it('without hedging the upstream keeps up: every request answered', () => {
     expect(staunch.success).toBe(1);
@@ -71,12 +72,19 @@ describe('slow-under-load (demand at 0.9 × an upstream that slows as requests p
   it('the naive hedge makes it worse: more load, the crowd grows, answers miss the deadline', () => {
     expect(naive.attemptsPerRequest).toBeGreaterThan(1.5);
     expect(naive.goodput).toBeLessThan(0.5 * staunch.goodput);
-    expect(naive.success).toBeLessThan(0.5);
+    expect(naive.successes).toBeLessThan(0.5 * staunch.successes);
     expect(naive.outcomes.deadline ?? 0).toBeGreaterThan(0);
   });
 
-  it('staunch+hedge: goodput no worse than without hedging', () => {
-    expect(hedged.goodput).toBeGreaterThanOrEqual(staunch.goodput);
-    expect(hedged.success).toBe(1);
+  it('staunch+hedge: goodput no worse than without hedging (answers within the deadline)', () => {
+    expect(hedged.successes).toBeGreaterThanOrEqual(staunch.successes);
+    expect(verdict.checks.find((c) => c.name === 'goodput')?.pass).toBe(true);
+  });
+
+  // Known miss (docs/lab.md, "Hedging"): here a hedge never wins (every request needs the same
+  // work, and the original started first), yet the adaptive delay keeps hedging the slowest
+  // 5 %, paid by the budget's ratio and its 10/s floor: 1.11 attempts a request.
+  it.fails('staunch+hedge: ≤ 1.1 × the unhedged attempts under load too', () => {
+    expect(hedged.attemptsPerRequest).toBeLessThanOrEqual(1.1 * staunch.attemptsPerRequest);
   });
 });
