@@ -53,7 +53,7 @@ export class Flight<R> implements AdmitContext, FirstTicket {
   scope: DeadlineScope = 'total';
   /** The attempt under way is a hedge (executor/hedge.ts). */
   hedge = false;
-  /** Hedges sent, and the attempt whose response was handed back once one was. */
+  /** Hedges sent; the attempt whose response ended the last hedged round, if one did. */
   hedges = 0;
   won: number | undefined;
   #giveUp: GiveUpEvent | undefined;
@@ -208,7 +208,9 @@ export class Flight<R> implements AdmitContext, FirstTicket {
     }
     if (on.end === undefined) return;
     const duration = this.clock.now() - this.began;
-    const hedged = this.hedges > 0 ? { hedges: this.hedges, won: this.won } : undefined;
+    // The attempt whose response is handed back: a hedged round's, or the attempt under way.
+    const won = how.status === undefined ? undefined : (this.won ?? this.attempt);
+    const hedged = this.hedges > 0 ? { hedges: this.hedges, won } : undefined;
     emit(on.end, {
       method: request.method,
       url: this.url(),

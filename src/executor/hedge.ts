@@ -8,7 +8,7 @@
  * last one.
  */
 import { type AttemptEvent, emit } from '../events.js';
-import { noop, startTimer } from '../internal/clock.js';
+import { noop } from '../internal/clock.js';
 import { feedback } from '../policy/gate.js';
 import { admitHedge, hedgeDelay } from '../policy/hedge.js';
 import type { Outcome } from '../request.js';
@@ -36,6 +36,7 @@ const LOST = new Error('staunch: another hedged attempt won');
  */
 export function hedgeAfter(setup: Setup, flight: Flight<unknown>): number | undefined {
   const { hedge, replayable, retry } = flight.request;
+  flight.won = undefined;
   if (hedge === undefined || !replayable || flight.sent >= retry.attempts) return undefined;
   const delay = hedgeDelay(hedge, setup.latency, flight.key);
   return delay !== undefined && delay < flight.limit ? delay : undefined;
@@ -69,7 +70,10 @@ class Hedging<R> {
     this.#live.set(state, abort);
     const { hedge, retry } = this.flight.request;
     if (this.#live.size <= hedge!.max && this.flight.sent < retry.attempts) {
-      this.#cancelTimer = startTimer(this.setup.clock, this.delay, this.#fire);
+      // A sleep, not a timer: its promise keeps the caller's async context (OTel's spans).
+      const cancel = new AbortController();
+      this.setup.clock.sleep(this.delay, cancel.signal).then(this.#fire, noop);
+      this.#cancelTimer = () => cancel.abort();
     }
   }
 
@@ -109,9 +113,10 @@ class Hedging<R> {
     }
     const last = this.#live.size === 0;
     if (lesson === undefined || last || next(setup, flight, lesson).action === 'done') {
-      if (lesson === undefined && flight.hedges > 0) flight.won = state.attempt;
       this.#end(LOST);
-      flight.attempt = flight.sent;
+      flight.won = outcome.ok ? state.attempt : undefined;
+      // A failure goes on to the retry decision as the last attempt sent.
+      if (lesson !== undefined) flight.attempt = flight.sent;
       this.resolve({ outcome, lesson });
       return;
     }

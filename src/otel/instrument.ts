@@ -80,14 +80,20 @@ export interface Instrumentation {
 interface Scope {
   readonly span: Span;
   readonly context: Context;
-  /** The attempt in flight, if any. */
+  /** The attempt last started, whose `traceparent` the transport sends. */
   attempt: Span | undefined;
+  /** The attempts in flight (several while a request is hedged), by number. */
+  readonly inFlight: Map<number, Span>;
   ended: boolean;
 }
 
 const TRACEPARENT = 'traceparent';
 /** Span attribute: the response is a replay of its idempotency key's first request. */
 const REPLAYED = 'staunch.idempotent_replayed';
+/** Attributes of hedged requests (docs/hedging.md): a hedge's span, a loser's, the winner on the request's. */
+const HEDGE = 'staunch.hedge';
+const LOST = 'staunch.hedge.lost';
+const WON = 'staunch.hedge.won_attempt';
 
 /**
  * OpenTelemetry for staunch: spans per logical request and per attempt
@@ -133,16 +139,16 @@ export function instrument(options: InstrumentOptions = {}): Instrumentation {
       span,
       context: trace.setSpan(context.active(), span),
       attempt: undefined,
+      inFlight: new Map(),
       ended: false,
     };
   };
   const close = (scope: Scope, status: number | undefined, code: string | undefined): void => {
     if (scope.ended) return;
     scope.ended = true;
-    if (scope.attempt !== undefined) {
-      finishSpan(scope.attempt, undefined, code ?? 'ABORTED');
-      scope.attempt = undefined;
-    }
+    for (const span of scope.inFlight.values()) finishSpan(span, undefined, code ?? 'ABORTED');
+    scope.inFlight.clear();
+    scope.attempt = undefined;
     finishSpan(scope.span, status, code);
   };
 
@@ -153,25 +159,34 @@ export function instrument(options: InstrumentOptions = {}): Instrumentation {
       if (scope === undefined) return;
       const attributes = requestAttributes(event.method, event.url);
       if (event.attempt > 1) attributes['http.request.resend_count'] = event.attempt - 1;
+      if (event.hedge) attributes[HEDGE] = true;
       scope.attempt = tracer.startSpan(
         spanName(event.method),
         { kind: SpanKind.CLIENT, attributes },
         scope.context,
       );
+      scope.inFlight.set(event.attempt, scope.attempt);
     },
     attempt(event) {
       const attributes = requestAttributes(event.method, event.url);
       delete attributes['url.full'];
       if (event.attempt > 1) attributes['http.request.resend_count'] = event.attempt - 1;
       if (event.status !== undefined) attributes['http.response.status_code'] = event.status;
-      const type = errorType(event.status, event.code);
+      // A hedge's loser was cancelled by staunch: no error of the upstream's.
+      const type = event.lost ? undefined : errorType(event.status, event.code);
       if (type !== undefined) attributes['error.type'] = type;
+      if (event.lost) attributes[LOST] = true;
       m.attempt(attributes, event.duration);
       const scope = current();
-      if (scope?.attempt === undefined) return;
-      if (event.replayed) scope.attempt.setAttribute(REPLAYED, true);
-      finishSpan(scope.attempt, event.status, event.code);
-      scope.attempt = undefined;
+      const span = scope?.inFlight.get(event.attempt);
+      if (span === undefined) return;
+      scope!.inFlight.delete(event.attempt);
+      if (scope!.attempt === span) scope!.attempt = undefined;
+      if (event.replayed) span.setAttribute(REPLAYED, true);
+      if (event.lost) {
+        span.setAttribute(LOST, true);
+        span.end();
+      } else finishSpan(span, event.status, event.code);
     },
     retry(event) {
       m.retry({ 'staunch.retry.reason': event.reason, ...server(event.url) });
@@ -219,6 +234,8 @@ export function instrument(options: InstrumentOptions = {}): Instrumentation {
       if (event.replayed) scope.span.setAttribute(REPLAYED, true);
       if (event.attempts > 1)
         scope.span.setAttribute('http.request.resend_count', event.attempts - 1);
+      if (event.hedges !== undefined) scope.span.setAttribute('staunch.hedges', event.hedges);
+      if (event.won !== undefined) scope.span.setAttribute(WON, event.won);
       close(scope, event.status, event.code);
     },
     breakerStateChange(event) {
