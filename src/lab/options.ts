@@ -24,6 +24,8 @@ import type { Outage, ServerOptions } from './server-model.js';
 
 export {
   describeDefault,
+  HEDGE_STRATEGIES,
+  type HedgeStrategyName,
   LAB_OPTIONS,
   type LabMode,
   type LabOptionKind,
@@ -32,12 +34,13 @@ export {
   type LoopName,
   MODES,
   RETRY_AFTER_MODES,
+  STORM_STRATEGIES,
   STRATEGIES,
   type StrategyName,
   UNPACED_STRATEGIES,
 } from './option-spec.js';
 export type { ScenarioName } from './scenarios.js';
-export { PRESETS, SCENARIOS } from './scenarios.js';
+export { HEDGE_SCENARIOS, PRESETS, SCENARIOS, STORM_SCENARIOS } from './scenarios.js';
 
 /** A resolved, validated lab run. */
 export interface LabConfig {

@@ -48,7 +48,7 @@ describe('sim and live agree on every strategy', () => {
     );
     expect(lines.some((l) => l.includes('live overload'))).toBe(true);
     expect(live.mode).toBe('live');
-    expect(sim.strategies.map((s) => s.name)).toEqual([...lab.STRATEGIES]);
+    expect(sim.strategies.map((s) => s.name)).toEqual([...lab.STORM_STRATEGIES]);
     for (const [i, s] of sim.strategies.entries()) {
       const l = live.strategies[i]!;
       expect(l.name).toBe(s.name);
