@@ -4,23 +4,15 @@
  * a request whose socket closed. A hedge's aborted loser must show there as
  * work not spent. Real time, so it runs alone (vitest.config.ts).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type * as Lab from '../../src/lab/index.js';
-import { type BuiltLab, buildLab } from '../helpers/built-lab.js';
+import { describe, expect, it } from 'vitest';
+import { useBuiltLab } from '../helpers/built-lab.js';
 
-let built: BuiltLab;
-let lab: typeof Lab;
-
-beforeAll(async () => {
-  built = await buildLab();
-  ({ lab } = built);
-}, 120_000);
-afterAll(() => built?.remove());
+const built = useBuiltLab();
 
 describe('hedging live, against the latency tail', () => {
   it('the naive hedge cuts the tail, and the upstream stops its aborted losers', async () => {
     // 300 requests over 3 s, 5 % of them 1 s slow; the naive hedge after 100 ms.
-    const result = await lab.runLab({
+    const result = await built().lab.runLab({
       scenario: 'latency-tail',
       mode: 'live',
       requests: 300,
