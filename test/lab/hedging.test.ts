@@ -5,6 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { hedgeVerdict } from '../../src/lab/hedging.js';
+import { renderTable, toJson } from '../../src/lab/report/format.js';
+import { renderReport } from '../../src/lab/report/html.js';
 import type { LabResult } from '../../src/lab/result.js';
 import { runLab } from '../../src/lab/run.js';
 
@@ -56,6 +58,21 @@ describe('latency-tail (5 % of responses 20 × the median)', async () => {
       ['p99', true],
     ]);
     expect(hedgeVerdict(r)!.pass).toBe(true);
+  });
+
+  it('says so in the table, the JSON and the report', () => {
+    const table = renderTable(r);
+    expect(table).toMatch(/^strategy .* work\/req$/m);
+    expect(table).not.toContain('herd');
+    expect(table).toMatch(/^staunch\+hedge vs staunch \(no hedge\): p99 0\.\d\d×/m);
+    expect(table).toContain('hedging verdict for staunch+hedge: PASS');
+    expect(toJson(r).hedging?.pass).toBe(true);
+    expect(toJson(r).strategies.map((s) => s.workPerRequest)).toEqual(
+      r.strategies.map((s) => Math.round(s.workPerRequest! * 100) / 100),
+    );
+    const page = renderReport(r);
+    expect(page).toContain('<p class="verdict" id="hedging">hedge-fixed vs staunch');
+    expect(page).toContain('<th>work/req</th>');
   });
 });
 
