@@ -9,53 +9,17 @@
 import type { NumberRule } from '../internal/validate.js';
 import { PRESETS, type Preset, SCENARIOS, type ScenarioName } from './scenarios.js';
 import type { Outage, QuotaKind, RetryAfterMode, SporadicMode } from './server-model.js';
+import {
+  HEDGE_STRATEGIES,
+  STORM_STRATEGIES,
+  STRATEGIES,
+  type StrategyName,
+  UNPACED_STRATEGIES,
+} from './strategies.js';
 
-/** The plain retry loops: each backoff alone, and the same loop honouring `Retry-After` (`+ra`). */
-export type LoopName =
-  | 'fixed'
-  | 'fixed+ra'
-  | 'exponential'
-  | 'exponential+ra'
-  | 'full-jitter'
-  | 'full-jitter+ra'
-  | 'decorrelated'
-  | 'decorrelated+ra';
-/** The hedging strategies: a naive hedge at a fixed delay, and staunch's defaults with `hedge: {}`. */
-export type HedgeStrategyName = 'hedge-fixed' | 'staunch+hedge';
-/** The strategies the lab compares: the plain loops, staunch's defaults, and the hedging ones. */
-export type StrategyName = LoopName | 'staunch' | HedgeStrategyName;
 /** Virtual time (deterministic) or a real server on loopback. */
 export type LabMode = 'sim' | 'live';
 
-/** The plain loops, in the order the table shows them. */
-export const LOOP_NAMES: readonly LoopName[] = Object.freeze([
-  'fixed',
-  'fixed+ra',
-  'exponential',
-  'exponential+ra',
-  'full-jitter',
-  'full-jitter+ra',
-  'decorrelated',
-  'decorrelated+ra',
-]);
-/** The storm runs' strategies: the plain loops and staunch, in the order the table shows them. */
-export const STORM_STRATEGIES: readonly StrategyName[] = Object.freeze([...LOOP_NAMES, 'staunch']);
-/** The hedging runs' strategies: no hedge (staunch's defaults), the naive hedge, staunch hedging. */
-export const HEDGE_STRATEGIES: readonly StrategyName[] = Object.freeze([
-  'staunch',
-  'hedge-fixed',
-  'staunch+hedge',
-]);
-/** Every strategy, in the order the table shows them. */
-export const STRATEGIES: readonly StrategyName[] = Object.freeze([
-  ...STORM_STRATEGIES,
-  'hedge-fixed',
-  'staunch+hedge',
-]);
-/** The strategies of a run against an upstream that sends no pacing: the `+ra` loops would equal the pure ones. */
-export const UNPACED_STRATEGIES: readonly StrategyName[] = Object.freeze(
-  STORM_STRATEGIES.filter((name) => !name.endsWith('+ra')),
-);
 /** The two modes. */
 export const MODES: readonly LabMode[] = Object.freeze(['sim', 'live']);
 /** How a 429 may announce its wait. */

@@ -16,31 +16,32 @@ import {
   type LabOptionSpec,
   type LabOptions,
   type Resolving,
-  STRATEGIES,
-  type StrategyName,
 } from './option-spec.js';
 import { PRESETS, type ScenarioName, sendsPacing } from './scenarios.js';
 import type { Outage, ServerOptions } from './server-model.js';
+import { STRATEGIES, type StrategyName } from './strategies.js';
 
 export {
   describeDefault,
-  HEDGE_STRATEGIES,
-  type HedgeStrategyName,
   LAB_OPTIONS,
   type LabMode,
   type LabOptionKind,
   type LabOptionSpec,
   type LabOptions,
-  type LoopName,
   MODES,
   RETRY_AFTER_MODES,
+} from './option-spec.js';
+export type { ScenarioName } from './scenarios.js';
+export { HEDGE_SCENARIOS, PRESETS, SCENARIOS, STORM_SCENARIOS } from './scenarios.js';
+export {
+  HEDGE_STRATEGIES,
+  type HedgeStrategyName,
+  type LoopName,
   STORM_STRATEGIES,
   STRATEGIES,
   type StrategyName,
   UNPACED_STRATEGIES,
-} from './option-spec.js';
-export type { ScenarioName } from './scenarios.js';
-export { HEDGE_SCENARIOS, PRESETS, SCENARIOS, STORM_SCENARIOS } from './scenarios.js';
+} from './strategies.js';
 
 /** A resolved, validated lab run. */
 export interface LabConfig {
