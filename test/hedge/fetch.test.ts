@@ -8,7 +8,7 @@
 import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AttemptEvent, AttemptStartEvent, RequestEndEvent } from '../../src/events.js';
-import { createFetch, type StaunchOptions } from '../../src/index.js';
+import { createFetch, memoryStore, type StaunchOptions } from '../../src/index.js';
 import { type FakeClock, fakeClock, flush, until } from '../helpers/clock.js';
 import { settled } from '../helpers/harness.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
@@ -82,6 +82,19 @@ describe('hedge (createFetch)', () => {
       [1, undefined, undefined, true],
     ]);
     expect(c.ends).toMatchObject([{ attempts: 2, status: 200, hedges: 1, won: 2 }]);
+  });
+
+  it('its events carry the URL redacted: a secret in the query is never said', async () => {
+    const { server } = await holding((i) => (i === 0 ? undefined : 200));
+    const c = client({ hedge: { delay: 50 } });
+    const pending = c.fetch(`${server.url}/items?api_key=sentinel-s3cret`);
+    await server.seen(1);
+    c.clock.advance(50);
+    expect((await pending).status).toBe(200);
+    expect(c.hedges()).toBe(1);
+    const said = JSON.stringify([c.starts, c.attempts, c.ends]);
+    expect(said).toContain('api_key=***');
+    expect(said).not.toContain('sentinel-s3cret');
   });
 
   it('the first attempt may still win: the hedge is aborted', async () => {
@@ -266,6 +279,31 @@ describe('the retry budget bounds hedges', () => {
     expect(statuses.every((s) => s === 200)).toBe(true);
     expect(server.received).toHaveLength(n + hedges);
   }, 60_000);
+});
+
+describe('the budget is shared through the store', () => {
+  it("a hedge of one client spends the token another client's hedge then lacks", async () => {
+    const { server, reply } = await holding();
+    const clock = fakeClock();
+    const store = memoryStore();
+    // One token in all: a floor of 1 a second, nothing earned.
+    const options = { clock, store, budget: { ratio: 0, minPerSecond: 1 }, hedge: { delay: 50 } };
+    const a = createFetch(options);
+    const b = createFetch(options);
+    const first = a(server.url);
+    await server.seen(1);
+    clock.advance(50);
+    await server.seen(2); // a's hedge took the token
+    reply(1);
+    expect((await first).status).toBe(200);
+    const second = b(server.url);
+    await server.seen(3);
+    clock.advance(50);
+    await flush(20);
+    expect(server.received).toHaveLength(3); // b's request went alone
+    reply(2);
+    expect((await second).status).toBe(200);
+  });
 });
 
 describe("delay: 'auto'", () => {

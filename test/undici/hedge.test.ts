@@ -12,7 +12,7 @@ import type { AttemptStartEvent, RequestEndEvent } from '../../src/events.js';
 import { CHANNELS, createAgent, retryInterceptor } from '../../src/undici/index.js';
 import { type FakeClock, fakeClock, flush, until } from '../helpers/clock.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
-import { channelLog, closeAfterEach } from '../undici/support.js';
+import { channelLog, closeAfterEach } from './support.js';
 
 const open = closeAfterEach();
 const held: ServerResponse[] = [];
