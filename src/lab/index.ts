@@ -24,12 +24,15 @@ export type {
   FleetOptions,
 } from './fleet/harness.js';
 export { startFleet } from './fleet/harness.js';
+export type { HedgeCheck, HedgeComparison, HedgeVerdict } from './hedging.js';
+export { hedgeVerdict } from './hedging.js';
 export type { LiveClient, LiveRequest } from './live/runner.js';
 export type { MatrixEntry, MatrixOptions, Verdict, VerdictCheck } from './matrix.js';
 export { matrixJson, matrixMarkdown, renderMatrix, runMatrix } from './matrix.js';
 export type { StrategyMetrics } from './metrics.js';
 export type { Optimum } from './optimum.js';
 export type {
+  HedgeStrategyName,
   LabConfig,
   LabMode,
   LabOptions,
@@ -37,7 +40,16 @@ export type {
   ScenarioName,
   StrategyName,
 } from './options.js';
-export { MODES, resolveLabOptions, SCENARIOS, STRATEGIES } from './options.js';
+export {
+  HEDGE_SCENARIOS,
+  HEDGE_STRATEGIES,
+  MODES,
+  resolveLabOptions,
+  SCENARIOS,
+  STORM_SCENARIOS,
+  STORM_STRATEGIES,
+  STRATEGIES,
+} from './options.js';
 export type { LabJson } from './report/format.js';
 export { renderTable, toJson } from './report/format.js';
 export type { ReportMeta } from './report/html.js';

@@ -12,7 +12,7 @@ import type { LabMode } from './options.js';
 import { columns, ms, pct, rate, wrap } from './report/format.js';
 import type { LabResult } from './result.js';
 import { runLab } from './run.js';
-import { SCENARIOS, type ScenarioName } from './scenarios.js';
+import { type ScenarioName, STORM_SCENARIOS } from './scenarios.js';
 import { isLoop } from './strategies.js';
 
 /** One check of the verdict. */
@@ -88,7 +88,7 @@ export interface MatrixOptions {
   mode?: LabMode | undefined;
   /** @default 1 */
   seed?: number | undefined;
-  /** @default every scenario of `SCENARIOS` */
+  /** @default every storm scenario (`STORM_SCENARIOS`: the hedging ones have their own verdict) */
   scenarios?: readonly ScenarioName[] | undefined;
 }
 
@@ -98,7 +98,7 @@ export async function runMatrix(
   hooks: { workers?: number; progress?: (line: string) => void } = {},
 ): Promise<MatrixEntry[]> {
   const out: MatrixEntry[] = [];
-  const scenarios = options.scenarios ?? SCENARIOS;
+  const scenarios = options.scenarios ?? STORM_SCENARIOS;
   for (const [i, scenario] of scenarios.entries()) {
     const began = performance.now();
     const tag = `matrix ${i + 1}/${scenarios.length}`;

@@ -54,6 +54,8 @@ export interface StrategyMetrics {
   readonly recovery: number | null;
   /** Attempts that reached the upstream. */
   readonly serverArrivals: number;
+  /** ms of the upstream's service per logical request (`RunTrace.work`); `null` when not measured. */
+  readonly workPerRequest: number | null;
   /** Why requests failed (`giveUp` reasons). */
   readonly outcomes: Readonly<Record<string, number>>;
 }
@@ -187,6 +189,7 @@ export function computeMetrics(
         ? null
         : recoveryTime(trace, context.outageEnd, context.capacity),
     serverArrivals: trace.arrivals.length,
+    workPerRequest: trace.work === undefined || requests === 0 ? null : trace.work / requests,
     outcomes: { ...trace.outcomes },
   };
 }

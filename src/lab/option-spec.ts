@@ -9,38 +9,17 @@
 import type { NumberRule } from '../internal/validate.js';
 import { PRESETS, type Preset, SCENARIOS, type ScenarioName } from './scenarios.js';
 import type { Outage, QuotaKind, RetryAfterMode, SporadicMode } from './server-model.js';
+import {
+  HEDGE_STRATEGIES,
+  STORM_STRATEGIES,
+  STRATEGIES,
+  type StrategyName,
+  UNPACED_STRATEGIES,
+} from './strategies.js';
 
-/** The plain retry loops: each backoff alone, and the same loop honouring `Retry-After` (`+ra`). */
-export type LoopName =
-  | 'fixed'
-  | 'fixed+ra'
-  | 'exponential'
-  | 'exponential+ra'
-  | 'full-jitter'
-  | 'full-jitter+ra'
-  | 'decorrelated'
-  | 'decorrelated+ra';
-/** The retry strategies the lab compares: the plain loops and staunch's defaults. */
-export type StrategyName = LoopName | 'staunch';
 /** Virtual time (deterministic) or a real server on loopback. */
 export type LabMode = 'sim' | 'live';
 
-/** Every strategy, in the order the table shows them. */
-export const STRATEGIES: readonly StrategyName[] = Object.freeze([
-  'fixed',
-  'fixed+ra',
-  'exponential',
-  'exponential+ra',
-  'full-jitter',
-  'full-jitter+ra',
-  'decorrelated',
-  'decorrelated+ra',
-  'staunch',
-]);
-/** The strategies of a run against an upstream that sends no pacing: the `+ra` loops would equal the pure ones. */
-export const UNPACED_STRATEGIES: readonly StrategyName[] = Object.freeze(
-  STRATEGIES.filter((name) => !name.endsWith('+ra')),
-);
 /** The two modes. */
 export const MODES: readonly LabMode[] = Object.freeze(['sim', 'live']);
 /** How a 429 may announce its wait. */
@@ -118,6 +97,14 @@ export interface LabOptions {
   sporadic?: SporadicMode | undefined;
   /** `sporadic: 'random'`: the share of 429s. */
   sporadicRate?: number | undefined;
+  /** Probability that a served request is slow (`tailFactor` × the service time). */
+  tailRate?: number | undefined;
+  /** How many times the service time a slow request takes. */
+  tailFactor?: number | undefined;
+  /** Cores the requests in service share (processor sharing); 0 = each its own service time. */
+  cores?: number | undefined;
+  /** `hedge-fixed`: ms after which it sends its one hedge. */
+  hedgeDelay?: number | undefined;
   /**
    * Live only: processes the requests are spread over (round robin), all
    * against the one upstream; each runs the `staunch` strategy. Above 1 (or
@@ -174,6 +161,10 @@ export interface Resolving {
   readonly capacity: number;
   /** Whether the upstream sends pacing headers (`sendsPacing`). */
   readonly paced: boolean;
+  /** Whether the scenario is a hedging one (its preset's `hedging`). */
+  readonly hedging: boolean;
+  /** The upstream's service time, ms. */
+  readonly serviceTime: number;
 }
 
 /** Every lab option, in the order `--help` lists them. Adding a `LabOptions` key needs an entry here. */
@@ -200,8 +191,9 @@ export const LAB_OPTIONS: {
     choices: STRATEGIES,
     help: `comma-separated, of: ${STRATEGIES.join(', ')} (+ra: the loop honours Retry-After)`,
     derive: {
-      words: 'all; without pacing from the upstream, no +ra',
-      of: ({ paced }) => (paced ? STRATEGIES : UNPACED_STRATEGIES),
+      words: `the loops and staunch, no +ra without pacing from the upstream; hedging scenarios: ${HEDGE_STRATEGIES.join(', ')}`,
+      of: ({ paced, hedging }) =>
+        hedging ? HEDGE_STRATEGIES : paced ? STORM_STRATEGIES : UNPACED_STRATEGIES,
     },
   },
   seed: {
@@ -356,6 +348,34 @@ export const LAB_OPTIONS: {
     rule: { min: 0, max: 1 },
     help: 'sporadic random: share of 429s, 0..1',
     preset: (p) => p.server.sporadicRate,
+  },
+  tailRate: {
+    kind: 'number',
+    value: 'F',
+    rule: { min: 0, max: 1 },
+    help: 'share of slow responses (tail-factor × the service time), 0..1',
+    preset: (p) => p.server.tailRate,
+  },
+  tailFactor: {
+    kind: 'number',
+    value: 'X',
+    rule: { min: 1 },
+    help: 'a slow response takes X × the service time',
+    preset: (p) => p.server.tailFactor,
+  },
+  cores: {
+    kind: 'integer',
+    value: 'N',
+    rule: { min: 0, max: 100_000 },
+    help: 'requests in service share N cores, slowing past N at once (0 = no sharing)',
+    preset: (p) => p.server.cores,
+  },
+  hedgeDelay: {
+    kind: 'number',
+    value: 'MS',
+    rule: { min: 0, exclusiveMin: true },
+    help: 'hedge-fixed: ms after which it sends its hedge',
+    derive: { words: '2 × service time', of: ({ serviceTime }) => 2 * serviceTime },
   },
   fleet: {
     kind: 'integer',

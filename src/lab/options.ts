@@ -16,11 +16,10 @@ import {
   type LabOptionSpec,
   type LabOptions,
   type Resolving,
-  STRATEGIES,
-  type StrategyName,
 } from './option-spec.js';
 import { PRESETS, type ScenarioName, sendsPacing } from './scenarios.js';
 import type { Outage, ServerOptions } from './server-model.js';
+import { STRATEGIES, type StrategyName } from './strategies.js';
 
 export {
   describeDefault,
@@ -29,15 +28,20 @@ export {
   type LabOptionKind,
   type LabOptionSpec,
   type LabOptions,
-  type LoopName,
   MODES,
   RETRY_AFTER_MODES,
+} from './option-spec.js';
+export type { ScenarioName } from './scenarios.js';
+export { HEDGE_SCENARIOS, PRESETS, SCENARIOS, STORM_SCENARIOS } from './scenarios.js';
+export {
+  HEDGE_STRATEGIES,
+  type HedgeStrategyName,
+  type LoopName,
+  STORM_STRATEGIES,
   STRATEGIES,
   type StrategyName,
   UNPACED_STRATEGIES,
-} from './option-spec.js';
-export type { ScenarioName } from './scenarios.js';
-export { PRESETS, SCENARIOS } from './scenarios.js';
+} from './strategies.js';
 
 /** A resolved, validated lab run. */
 export interface LabConfig {
@@ -59,6 +63,8 @@ export interface LabConfig {
   readonly concurrency: number;
   /** The share of the optimum the matrix's verdict asks of staunch. */
   readonly goal: number;
+  /** `hedge-fixed`'s delay, ms. */
+  readonly hedgeDelay: number;
   /** Processes of a fleet run (1: the ordinary in-process run, unless `store` is Redis). */
   readonly fleet: number;
   /** `'local'` or the Redis URL as given (print it with `redactUrl`). */
@@ -141,8 +147,8 @@ export function resolveLabOptions(options: LabOptions = {}): LabConfig {
   const mode = choice('mode', o.mode, LAB_OPTIONS.mode.default!);
   const p = PRESETS[mode][scenario];
   // What a derived default may read, filled in as the options it reads are resolved.
-  const from: { capacity: number; paced: boolean } = { capacity: 0, paced: false };
-  const def = <K extends keyof LabOptions>(key: K) => defaultOf(key, p, from as Resolving);
+  const from = { capacity: 0, paced: false, hedging: p.hedging, serviceTime: 0 };
+  const def = <K extends keyof LabOptions>(key: K) => defaultOf(key, p, from satisfies Resolving);
   const capacity = num('capacity', o.capacity, def('capacity'));
   from.capacity = capacity;
   const requests = num('requests', o.requests, def('requests'));
@@ -159,8 +165,12 @@ export function resolveLabOptions(options: LabOptions = {}): LabConfig {
     window: num('window', o.window, def('window')),
     sporadic: choice('sporadic', o.sporadic, def('sporadic')),
     sporadicRate: num('sporadicRate', o.sporadicRate, def('sporadicRate')),
+    tailRate: num('tailRate', o.tailRate, def('tailRate')),
+    tailFactor: num('tailFactor', o.tailFactor, def('tailFactor')),
+    cores: num('cores', o.cores, def('cores')),
   });
   from.paced = sendsPacing(server);
+  from.serviceTime = server.serviceTime;
   let strategies = o.strategies === undefined ? def('strategies') : strategiesOf(o.strategies);
   const span = num('span', o.span, def('span'));
   const peak = num('peak', o.peak, def('peak'));
@@ -205,6 +215,7 @@ export function resolveLabOptions(options: LabOptions = {}): LabConfig {
     sharedStore: bool('sharedStore', o.sharedStore, def('sharedStore')),
     concurrency: num('concurrency', o.concurrency, def('concurrency')),
     goal: p.goal,
+    hedgeDelay: num('hedgeDelay', o.hedgeDelay, def('hedgeDelay')),
     fleet,
     store,
   });

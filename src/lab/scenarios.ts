@@ -21,10 +21,12 @@ export type ScenarioName =
   | 'sequential'
   | 'sequential-random'
   | 'quota-4s'
-  | 'fleet';
+  | 'fleet'
+  | 'latency-tail'
+  | 'slow-under-load';
 
-/** Every scenario, in the order the help and the matrix list them. */
-export const SCENARIOS: readonly ScenarioName[] = Object.freeze([
+/** The storm scenarios, in the order the help and the matrix list them: the matrix runs these. */
+export const STORM_SCENARIOS: readonly ScenarioName[] = Object.freeze([
   'overload',
   'window-quota',
   'outage',
@@ -36,6 +38,16 @@ export const SCENARIOS: readonly ScenarioName[] = Object.freeze([
   'sequential-random',
   'quota-4s',
   'fleet',
+]);
+/** The hedging scenarios: a slow tail, an upstream that slows under load (their own verdict). */
+export const HEDGE_SCENARIOS: readonly ScenarioName[] = Object.freeze([
+  'latency-tail',
+  'slow-under-load',
+]);
+/** Every scenario, in the order the help lists them. */
+export const SCENARIOS: readonly ScenarioName[] = Object.freeze([
+  ...STORM_SCENARIOS,
+  ...HEDGE_SCENARIOS,
 ]);
 
 /** One line per scenario, for `--help` (docs/lab.md has the details). */
@@ -51,6 +63,8 @@ export const SCENARIO_SUMMARY: Readonly<Record<ScenarioName, string>> = {
   'sequential-random': 'one client, one request at a time; 3 % 429 Retry-After: 0',
   'quota-4s': '30 closed-loop clients for 4 s against 40 req/s (burst 5)',
   fleet: 'the overload burst over 8 clients sharing one state store',
+  'latency-tail': '5 % of responses take 20 × the median',
+  'slow-under-load': 'steady demand at 90 % of an upstream that slows as requests pile up',
 };
 
 /** What a scenario fixes beyond the server: everything `LabConfig` has but the run's choices. */
@@ -69,6 +83,8 @@ export interface Preset {
   readonly sharedStore: boolean;
   /** The share of the optimum staunch must reach in the matrix's verdict. */
   readonly goal: number;
+  /** A hedging scenario: its strategies are no hedge, the naive hedge and staunch's hedge. */
+  readonly hedging: boolean;
   readonly server: Required<Omit<ServerOptions, 'burst'>> & { readonly burst?: number };
 }
 
@@ -83,6 +99,9 @@ const SERVER: Required<Omit<ServerOptions, 'burst' | 'capacity'>> = {
   window: 1000,
   sporadic: 'none',
   sporadicRate: 0,
+  tailRate: 0,
+  tailFactor: 20,
+  cores: 0,
 };
 const CLIENT = {
   rtt: 2,
@@ -93,6 +112,7 @@ const CLIENT = {
   concurrency: 0,
   sharedStore: false,
   goal: 0.97,
+  hedging: false,
 };
 
 function preset(
@@ -118,6 +138,13 @@ const SEQUENTIAL = { concurrency: 1 } as const;
 const FAST = { capacity: 10_000, burst: 1_000, serviceTime: 5 } as const;
 const QUOTA_4S = { capacity: 40, burst: 5, retryAfter: 'seconds', rejectCost: 0 } as const;
 const OUTAGE_GOAL = { goal: 0.95 };
+const HEDGING = { hedging: true } as const;
+/** A quota the hedging scenarios never reach: their upstream is slow, not refusing. */
+const UNLIMITED = { capacity: 100_000 } as const;
+/** 5 % of the responses 20 × the 50 ms median: the p99 is the tail's. */
+const TAIL = { ...UNLIMITED, tailRate: 0.05, tailFactor: 20 } as const;
+/** 8 cores, 50 ms a request: 160 requests a second at most, slower as more share them. */
+const SHARED = { ...UNLIMITED, cores: 8 } as const;
 
 /** Defaults of each scenario, per mode. */
 export const PRESETS: Readonly<Record<'sim' | 'live', Readonly<Record<ScenarioName, Preset>>>> = {
@@ -159,6 +186,9 @@ export const PRESETS: Readonly<Record<'sim' | 'live', Readonly<Record<ScenarioNa
     ),
     'quota-4s': preset('closed', 100_000, 4_000, QUOTA_4S, { concurrency: 30 }),
     fleet: preset('burst', 100_000, 60_000, { capacity: 2_000 }, { clients: 8, sharedStore: true }),
+    'latency-tail': preset('steady', 20_000, 60_000, TAIL, HEDGING),
+    // 0.9 × 160/s for a minute.
+    'slow-under-load': preset('steady', 8_640, 60_000, SHARED, { ...HEDGING, deadline: 5_000 }),
   },
   live: {
     overload: preset('burst', 2_000, 10_000, { capacity: 200 }),
@@ -196,6 +226,8 @@ export const PRESETS: Readonly<Record<'sim' | 'live', Readonly<Record<ScenarioNa
     ),
     'quota-4s': preset('closed', 100_000, 4_000, QUOTA_4S, { concurrency: 30 }),
     fleet: preset('burst', 2_000, 10_000, { capacity: 200 }, { clients: 8, sharedStore: true }),
+    'latency-tail': preset('steady', 2_000, 20_000, TAIL, HEDGING),
+    'slow-under-load': preset('steady', 2_880, 20_000, SHARED, { ...HEDGING, deadline: 5_000 }),
   },
 };
 

@@ -51,14 +51,30 @@ export interface ServerOptions {
   readonly sporadic?: SporadicMode | undefined;
   /** `sporadic: 'random'`: the probability of a 429. @default 0 */
   readonly sporadicRate?: number | undefined;
+  /** Probability that a served request is a slow one, taking `tailFactor` × `serviceTime`. @default 0 */
+  readonly tailRate?: number | undefined;
+  /** How many times the service time a slow request takes. @default 20 */
+  readonly tailFactor?: number | undefined;
+  /**
+   * 0: every request gets its own service time, however many are in service.
+   * Above 0: the requests in service share `cores` cores (processor sharing,
+   * sharing.ts): past `cores` at once, each of them slows down. @default 0
+   */
+  readonly cores?: number | undefined;
 }
 
 /** What the upstream does with one request. */
 export interface ServerVerdict {
   /** 200, 404 (sporadic: alternate), 429 (over quota, sporadic) or 503 (outage, random failure). */
   readonly status: number;
-  /** ms between the request's arrival and its response leaving the server. */
+  /**
+   * ms between the request's arrival and its response leaving the server;
+   * with `cores` (processor sharing), between its arrival and its start of
+   * service, the sharing deciding the rest.
+   */
   readonly delay: number;
+  /** A served request: its service demand, ms of one core at full speed (the tail's included). */
+  readonly work?: number;
   /** On a 429 over quota with a `Retry-After` mode: the wait to announce, in ms. */
   readonly retryAfter?: number;
   /** Headers the model sends as they are (rate-limit counters, `Retry-After: 0`). */
@@ -107,7 +123,7 @@ export class ServerModel {
     if (inOutage(o.outages, t)) return OUTAGE;
     const n = this.#arrivals++;
     if (o.sporadic === 'alternate') {
-      return n % 2 === 1 ? SPORADIC : { status: 404, delay: o.serviceTime };
+      return n % 2 === 1 ? SPORADIC : { status: 404, delay: o.serviceTime, work: o.serviceTime };
     }
     if (o.sporadic === 'random' && this.#random() < (o.sporadicRate ?? 0)) return SPORADIC;
     if (this.#window !== undefined) {
@@ -136,9 +152,11 @@ export class ServerModel {
   #served(t: number, start: number, headers: ServerVerdict['headers']): ServerVerdict {
     const o = this.#o;
     const failed = o.failureRate > 0 && this.#random() < o.failureRate;
-    const delay = start - t + o.serviceTime;
+    const tail = (o.tailRate ?? 0) > 0 && this.#random() < o.tailRate!;
+    const work = tail ? o.serviceTime * (o.tailFactor ?? 20) : o.serviceTime;
+    const delay = start - t + ((o.cores ?? 0) > 0 ? 0 : work);
     const status = failed ? 503 : 200;
-    return headers === undefined ? { status, delay } : { status, delay, headers };
+    return headers === undefined ? { status, delay, work } : { status, delay, work, headers };
   }
 
   #settle(t: number): void {

@@ -21,6 +21,12 @@ export interface RunTrace {
   readonly attempts: ArrayLike<number>;
   /** Why requests ended without success: counts of `giveUp` reasons (and error codes without one). */
   readonly outcomes: Readonly<Record<string, number>>;
+  /**
+   * ms of service the upstream spent (one core at full speed), aborted
+   * requests counted up to when the server saw the abort; absent when the
+   * runner could not tell.
+   */
+  readonly work?: number | undefined;
 }
 
 /** A growable trace, filled while a run goes. */
@@ -34,6 +40,8 @@ export class TraceRecorder implements RunTrace {
   readonly outcomes: Record<string, number> = {};
   /** Logical requests settled so far. */
   settled = 0;
+  /** See {@link RunTrace.work}. */
+  work: number | undefined;
 
   /** @param requests logical requests known in advance (open loop); a closed loop adds them with `begin`. */
   constructor(requests: number) {

@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll } from 'vitest';
 import type * as Lab from '../../src/lab/index.js';
 
 export interface BuiltLab {
@@ -36,5 +37,18 @@ export async function buildLab(): Promise<BuiltLab> {
     bin: join(dist, 'cli', 'index.js'),
     lab,
     remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+/** Builds the lab before the file's tests and removes it after them; the getter gives it. */
+export function useBuiltLab(): () => BuiltLab {
+  let built: BuiltLab | undefined;
+  beforeAll(async () => {
+    built = await buildLab();
+  }, 120_000);
+  afterAll(() => built?.remove());
+  return () => {
+    if (built === undefined) throw new Error('the lab is not built yet');
+    return built;
   };
 }

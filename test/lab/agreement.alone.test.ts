@@ -4,18 +4,11 @@
  * alone, after the rest of the suite (vitest.config.ts: the `alone` project),
  * never beside suites that load both cores.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type * as Lab from '../../src/lab/index.js';
-import { type BuiltLab, buildLab } from '../helpers/built-lab.js';
+import { useBuiltLab } from '../helpers/built-lab.js';
 
-let built: BuiltLab;
-let lab: typeof Lab;
-
-beforeAll(async () => {
-  built = await buildLab();
-  ({ lab } = built);
-}, 120_000);
-afterAll(() => built?.remove());
+const built = useBuiltLab();
 
 describe('sim and live agree on every strategy', () => {
   /**
@@ -42,13 +35,13 @@ describe('sim and live agree on every strategy', () => {
 
   it('within the stated tolerance', async () => {
     const lines: string[] = [];
-    const sim = lab.toJson(await lab.runLab(options, { workers: 1 }));
-    const live = lab.toJson(
-      await lab.runLab({ ...options, mode: 'live' }, { progress: (l) => lines.push(l) }),
+    const sim = built().lab.toJson(await built().lab.runLab(options, { workers: 1 }));
+    const live = built().lab.toJson(
+      await built().lab.runLab({ ...options, mode: 'live' }, { progress: (l) => lines.push(l) }),
     );
     expect(lines.some((l) => l.includes('live overload'))).toBe(true);
     expect(live.mode).toBe('live');
-    expect(sim.strategies.map((s) => s.name)).toEqual([...lab.STRATEGIES]);
+    expect(sim.strategies.map((s) => s.name)).toEqual([...built().lab.STORM_STRATEGIES]);
     for (const [i, s] of sim.strategies.entries()) {
       const l = live.strategies[i]!;
       expect(l.name).toBe(s.name);

@@ -28,11 +28,11 @@ describe('staunch lab: bad input', () => {
   it.each([
     [
       ['--scenario', 'storm'],
-      '--scenario must be one of overload, window-quota, outage, outage-20, flapping, flaky, herd, sequential, sequential-random, quota-4s, fleet, got "storm"',
+      '--scenario must be one of overload, window-quota, outage, outage-20, flapping, flaky, herd, sequential, sequential-random, quota-4s, fleet, latency-tail, slow-under-load, got "storm"',
     ],
     [
       ['--strategies', 'fixed,yolo'],
-      '--strategies must be one of fixed, fixed+ra, exponential, exponential+ra, full-jitter, full-jitter+ra, decorrelated, decorrelated+ra, staunch, got "yolo"',
+      '--strategies must be one of fixed, fixed+ra, exponential, exponential+ra, full-jitter, full-jitter+ra, decorrelated, decorrelated+ra, staunch, hedge-fixed, staunch+hedge, got "yolo"',
     ],
     [['--mode', 'turbo'], '--mode must be one of sim, live, got "turbo"'],
     [['--capacity', 'lots'], '--capacity must be a number, got "lots"'],

@@ -117,12 +117,18 @@ describe('LAB_OPTIONS: one declaration for the API and the CLI', () => {
       server.add(k);
     }
     server.add('sporadicRate');
+    for (const k of ['tailRate', 'tailFactor', 'cores']) server.add(k);
     let checked = 0;
     for (const mode of MODES) {
       for (const scenario of SCENARIOS) {
         const config = resolveLabOptions({ scenario, mode });
         const p = PRESETS[mode][scenario];
-        const from = { capacity: config.server.capacity, paced: sendsPacing(config.server) };
+        const from = {
+          capacity: config.server.capacity,
+          paced: sendsPacing(config.server),
+          hedging: p.hedging,
+          serviceTime: config.server.serviceTime,
+        };
         for (const [key, s] of Object.entries(LAB_OPTIONS)) {
           // Given here; their defaults are checked below.
           if (key === 'scenario' || key === 'mode') continue;

@@ -45,12 +45,12 @@ describe('ServerModel', () => {
 
   it('queues up to `queue` requests on the next tokens, then refuses', () => {
     const s = new ServerModel({ ...base, burst: 1, queue: 2 }, never);
-    expect(s.arrive(0)).toEqual({ status: 200, delay: 50 });
-    expect(s.arrive(0)).toEqual({ status: 200, delay: 150 }); // waits 100 ms for its token
-    expect(s.arrive(0)).toEqual({ status: 200, delay: 250 });
+    expect(s.arrive(0)).toEqual({ status: 200, delay: 50, work: 50 });
+    expect(s.arrive(0)).toEqual({ status: 200, delay: 150, work: 50 }); // waits 100 ms for its token
+    expect(s.arrive(0)).toEqual({ status: 200, delay: 250, work: 50 });
     expect(s.arrive(0).status).toBe(429);
     // At 150 one request still waits (its token is due at 200): room for one more, due at 300.
-    expect(s.arrive(150)).toEqual({ status: 200, delay: 200 });
+    expect(s.arrive(150)).toEqual({ status: 200, delay: 200, work: 50 });
     expect(s.arrive(150).status).toBe(429);
   });
 

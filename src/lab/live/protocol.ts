@@ -14,7 +14,15 @@ export type ToServer =
 export type FromServer =
   | { type: 'listening'; port: number }
   | { type: 'ready' }
-  | { type: 'stats'; arrivals: number[]; statuses: number[]; attempts: number[]; overflow: number };
+  | {
+      type: 'stats';
+      arrivals: number[];
+      statuses: number[];
+      attempts: number[];
+      overflow: number;
+      /** ms of service spent (`RunTrace.work`). */
+      work: number;
+    };
 
 /** The header that carries a logical request's id, so the server can number its attempts. */
 export const LAB_ID_HEADER = 'x-lab-id';

@@ -59,8 +59,13 @@ export const withoutPacing: FetchLike = async (input, init) => {
  * configuration, `clients` of them (round robin), sharing one state store
  * when `sharedStore`.
  */
-export function strategyClient(name: StrategyName, clients = 1, sharedStore = false): LiveClient {
-  const s = strategyConfig(name);
+export function strategyClient(
+  name: StrategyName,
+  clients = 1,
+  sharedStore = false,
+  hedgeDelay?: number,
+): LiveClient {
+  const s = strategyConfig(name, hedgeDelay);
   return {
     name,
     description: s.description,
@@ -70,6 +75,7 @@ export function strategyClient(name: StrategyName, clients = 1, sharedStore = fa
         createFetch({
           retry: { attempts, ...(s.backoff !== undefined && { backoff: s.backoff }) },
           timeout: { total: deadline },
+          ...(s.hedge !== undefined && { hedge: s.hedge }),
           ...s.policies,
           ...(store !== undefined && { store }),
           ...(!s.pacing && { fetch: withoutPacing }),
@@ -237,6 +243,7 @@ async function runPhase(
   for (let i = 0; i < stats.arrivals.length; i++) {
     trace.attempt(stats.arrivals[i]!, stats.statuses[i]!, stats.attempts[i]!);
   }
+  trace.work = stats.work;
   return {
     name: client.name,
     description: client.description,
@@ -276,7 +283,9 @@ export async function runLive(
   hooks: { progress: (line: string) => void; peers: readonly LiveClient[] },
 ): Promise<NamedTrace[]> {
   const clients = [
-    ...config.strategies.map((name) => strategyClient(name, config.clients, config.sharedStore)),
+    ...config.strategies.map((name) =>
+      strategyClient(name, config.clients, config.sharedStore, config.hedgeDelay),
+    ),
     ...hooks.peers,
   ];
   const lifetime = clients.length * (phaseLimit(config) + 5_000) + 10_000;

@@ -9,6 +9,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo, Socket } from 'node:net';
 import { seededRandom } from '../random.js';
 import { responseHeaders, ServerModel, type ServerOptions } from '../server-model.js';
+import { type SharedJob, SharedService } from '../sharing.js';
 import { type FromServer, LAB_ID_HEADER, type ToServer } from './protocol.js';
 
 const lifetime = Number(process.argv[2] ?? 600_000);
@@ -26,6 +27,9 @@ let arrivals: number[] = [];
 let statuses: number[] = [];
 let attempts: number[] = [];
 let seen = new Map<string, number>();
+let sharing: SharedService | undefined;
+/** Work of the requests served without sharing, ms (sharing counts its own). */
+let work = 0;
 
 const sockets = new Set<Socket>();
 const now = (): number => performance.timeOrigin + performance.now() - t0;
@@ -52,8 +56,31 @@ const server = createServer((req: IncomingMessage, res: ServerResponse) => {
   statuses.push(verdict.status);
   attempts.push(attempt);
   const headers = responseHeaders(options.retryAfter, verdict);
-  if (verdict.delay <= 0) answer(res, verdict.status, headers);
-  else setTimeout(() => answer(res, verdict.status, headers), verdict.delay);
+  const demand = verdict.work ?? 0;
+  const reply = (): void => answer(res, verdict.status, headers);
+  if (demand === 0 || sharing === undefined) {
+    work += demand;
+    const start = t + verdict.delay - demand;
+    // The client went before its answer: the server sees the socket close and stops the work.
+    res.on('close', () => {
+      if (!res.writableFinished) work -= Math.min(demand, Math.max(0, start + demand - now()));
+    });
+    if (verdict.delay <= 0) reply();
+    else setTimeout(reply, verdict.delay);
+    return;
+  }
+  const service = sharing;
+  let job: SharedJob | undefined;
+  let left = false;
+  res.on('close', () => {
+    left = true;
+    if (job !== undefined) service.leave(job, now());
+  });
+  const enter = (): void => {
+    if (!left) job = service.enter(now(), demand, reply);
+  };
+  if (verdict.delay <= 0) enter();
+  else setTimeout(enter, verdict.delay);
 });
 server.keepAliveTimeout = 10_000;
 server.on('connection', (socket: Socket) => {
@@ -76,9 +103,22 @@ process.on('message', (message: ToServer) => {
     statuses = [];
     attempts = [];
     seen = new Map();
+    work = 0;
+    const cores = message.server.cores ?? 0;
+    sharing =
+      cores > 0
+        ? new SharedService(cores, (at, fn) => setTimeout(fn, Math.max(0, at - now())))
+        : undefined;
     send({ type: 'ready' });
   } else if (message.type === 'stats') {
-    send({ type: 'stats', arrivals, statuses, attempts, overflow });
+    send({
+      type: 'stats',
+      arrivals,
+      statuses,
+      attempts,
+      overflow,
+      work: work + (sharing?.work ?? 0),
+    });
   } else if (message.type === 'stop') {
     stop(0);
   }

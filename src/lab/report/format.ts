@@ -2,6 +2,7 @@
  * The lab's outputs in text: the terminal table and the `--json` object.
  */
 
+import { type HedgeVerdict, hedgeLines, hedgeVerdict } from '../hedging.js';
 import type { LabConfig } from '../options.js';
 import type { LabResult } from '../result.js';
 
@@ -39,6 +40,8 @@ export interface LabJson {
     wallMs: number;
     /** 429s the upstream sent per successful logical request (null without a success). */
     tooManyPerSuccess: number | null;
+    /** ms of the upstream's service per logical request (null when not measured). */
+    workPerRequest: number | null;
   }[];
   requests: number;
   deadline: number;
@@ -49,6 +52,8 @@ export interface LabJson {
   goodputBy: string;
   /** Closed-loop clients (0: open loop). */
   concurrency: number;
+  /** Runs with `staunch` and a hedging strategy: each hedging strategy over staunch, and the targets. `null` otherwise. */
+  hedging: HedgeVerdict | null;
   /**
    * Fleet runs only: the processes, the store (password redacted), and per
    * phase (`local`, `shared`) how many members fell back to local state and
@@ -99,6 +104,7 @@ export function toJson(result: LabResult): LabJson {
       outcomes: { ...s.outcomes },
       wallMs: Math.round(s.wallMs),
       tooManyPerSuccess: s.successes === 0 ? null : round(s.tooManyRequests / s.successes, 4),
+      workPerRequest: s.workPerRequest === null ? null : round(s.workPerRequest, 2),
     })),
     requests: c.requests,
     deadline: c.deadline,
@@ -106,6 +112,7 @@ export function toJson(result: LabResult): LabJson {
     window: [Math.round(result.window[0]), Math.round(result.window[1])],
     goodputBy: result.goodputBy ?? 'saturated',
     concurrency: c.concurrency,
+    hedging: hedgeVerdict(result),
     fleet:
       result.fleet === undefined
         ? null
@@ -156,6 +163,10 @@ export function describeScenario(config: LabConfig): string {
     `Retry-After ${s.retryAfter}`,
   );
   if (s.quota !== 'fixed-window') parts.push(`refusal cost ${s.rejectCost}`);
+  if ((s.tailRate ?? 0) > 0 || (s.cores ?? 0) > 0) parts.push(`service ${s.serviceTime} ms`);
+  if ((s.tailRate ?? 0) > 0)
+    parts.push(`${pct(s.tailRate!)} of responses ${s.tailFactor ?? 20}× slower`);
+  if ((s.cores ?? 0) > 0) parts.push(`${s.cores} cores shared by the requests in service`);
   if (s.failureRate > 0) parts.push(`${pct(s.failureRate)} random 503`);
   if (s.sporadic === 'alternate') parts.push('alternately 404 and 429 Retry-After: 0');
   if (s.sporadic === 'random') parts.push(`${pct(s.sporadicRate ?? 0)} 429 Retry-After: 0`);
@@ -211,15 +222,19 @@ export function renderTable(result: LabResult): string {
   const opt = result.optimum;
   const outage = c.server.outages.length > 0;
   const fleet = result.fleet;
+  const hedging = hedgeVerdict(result);
   const head = ['strategy', 'success', 'att/req', 'goodput', '×opt', 'p50', 'p99', 'p50 all'];
-  head.push('p99 all', '429s', 'herd');
+  // A hedging run has no 429s and no retry herd to speak of: the upstream's work instead.
+  head.push('p99 all', ...(hedging ? ['work/req'] : ['429s', 'herd']));
   if (outage) head.push('recovery');
   if (fleet) head.push('429/ok');
   const rows = result.strategies.map((s) => {
     const row = [s.name, pct(s.success), s.attemptsPerRequest.toFixed(2)];
     row.push(...goodputCells(s.goodput, opt.goodput), ms(s.p50), ms(s.p99), ms(s.p50All));
-    row.push(ms(s.p99All), count(s.tooManyRequests));
-    row.push(s.herdPeak === null ? '–' : `${s.herdPeak.toFixed(1)}×`);
+    row.push(ms(s.p99All));
+    if (hedging) row.push(ms(s.workPerRequest));
+    else
+      row.push(count(s.tooManyRequests), s.herdPeak === null ? '–' : `${s.herdPeak.toFixed(1)}×`);
     if (outage) row.push(ms(s.recovery));
     if (fleet) row.push(s.successes === 0 ? '–' : (s.tooManyRequests / s.successes).toFixed(2));
     return row;
@@ -256,8 +271,9 @@ export function renderTable(result: LabResult): string {
     laid[laid.length - 1]!,
     '',
     ...wrap(
-      `goodput: ${where}; ×opt: of the optimum's goodput; p50/p99: answers; all: every request, failures when they failed; herd: retries per 10 ms bin, peak over mean.`,
+      `goodput: ${where}; ×opt: of the optimum's goodput; p50/p99: answers; all: every request, failures when they failed; ${hedging ? "work/req: the upstream's service per request, ms of one core (aborted work up to the abort)" : 'herd: retries per 10 ms bin, peak over mean'}.`,
     ),
     ...fleetLines,
+    ...(hedging ? ['', ...hedgeLines(hedging).flatMap((line) => wrap(line))] : []),
   ].join('\n');
 }

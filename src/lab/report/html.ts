@@ -9,6 +9,8 @@
  * was made (command, version, date). Outage windows are shaded on every
  * time chart.
  */
+
+import { hedgeLines, hedgeVerdict } from '../hedging.js';
 import type { LabResult, StrategyResult } from '../result.js';
 import { describeScenario } from './format.js';
 import { type Band, chart, esc, legendStrip, type Series } from './svg.js';
@@ -288,6 +290,7 @@ export function renderReport(result: LabResult, meta: ReportMeta = {}): string {
       ? ''
       : ' Shaded: the outage window, when the upstream answers 503.';
   const window = `${seconds(result.window[0])}–${seconds(result.window[1])}`;
+  const hedging = hedgeVerdict(result);
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">
@@ -295,6 +298,7 @@ export function renderReport(result: LabResult, meta: ReportMeta = {}): string {
 <body>
 <h1>${esc(title)}</h1>
 <p class="verdict" id="verdict">${verdict(result)}</p>
+${hedging === null ? '' : `<p class="verdict" id="hedging">${hedgeLines(hedging).map(esc).join('<br>')}</p>`}
 <p class="meta">Made with ${made.join(' · ')}</p>
 <p>${esc(describeScenario(c))}.</p>
 ${resultsTable(result, colorOf)}

@@ -4,6 +4,7 @@
  * column per reason, headed in words), and what each strategy is.
  */
 import { staunchDefaults } from '../defaults.js';
+import { hedgeVerdict } from '../hedging.js';
 import type { LabResult } from '../result.js';
 import { esc } from './svg.js';
 
@@ -17,8 +18,9 @@ const ms = (x: number | null): string =>
 /** The results: one row per strategy, then the optimum. */
 export function resultsTable(result: LabResult, colorOf: ColorOf): string {
   const outage = result.config.server.outages.length > 0;
+  const hedging = hedgeVerdict(result) !== null;
   const heads = ['strategy', 'success', 'vs optimum', 'p50', 'p99', 'goodput/s', 'attempts/req'];
-  heads.push('429s', ...(outage ? ['recovery'] : []));
+  heads.push('429s', ...(outage ? ['recovery'] : []), ...(hedging ? ['work/req'] : []));
   const head = `<tr>${heads.map((h) => `<th>${h}</th>`).join('')}</tr>`;
   const opt = result.optimum.success;
   const rows = result.strategies.map((s, i) => {
@@ -32,11 +34,12 @@ export function resultsTable(result: LabResult, colorOf: ColorOf): string {
       s.attemptsPerRequest.toFixed(2),
       String(s.tooManyRequests),
       ...(outage ? [ms(s.recovery)] : []),
+      ...(hedging ? [ms(s.workPerRequest)] : []),
     ];
     return `<tr>${cells.map((c) => `<td>${c}</td>`).join('')}</tr>`;
   });
   const optimum = ['optimum', pct(opt), '100 %', '', '', result.optimum.goodput.toFixed(1)];
-  optimum.push('1.00', '0', ...(outage ? [''] : []));
+  optimum.push('1.00', '0', ...(outage ? [''] : []), ...(hedging ? [''] : []));
   rows.push(`<tr class="opt">${optimum.map((c) => `<td>${c}</td>`).join('')}</tr>`);
   return `<table class="num" id="results">${head}${rows.join('')}</table>`;
 }

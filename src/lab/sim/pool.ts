@@ -24,6 +24,7 @@ export interface PackedTrace {
   statuses: Uint16Array;
   attempts: Uint8Array;
   outcomes: Record<string, number>;
+  work: number | undefined;
   wallMs: number;
 }
 
@@ -37,6 +38,7 @@ export function packTrace(trace: RunTrace, wallMs: number): PackedTrace {
     statuses: Uint16Array.from(trace.statuses),
     attempts: Uint8Array.from(trace.attempts),
     outcomes: { ...trace.outcomes },
+    work: trace.work,
     wallMs,
   };
 }
@@ -125,7 +127,7 @@ export async function simulateAll(
         : await inThread(config, name, arrivals, progress);
       out[index] = {
         name,
-        description: strategyConfig(name).description,
+        description: strategyConfig(name, config.hedgeDelay).description,
         trace: packed,
         wallMs: packed.wallMs,
       };

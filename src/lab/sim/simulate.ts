@@ -8,12 +8,13 @@
  */
 import type { StaunchListeners } from '../../events.js';
 import { type Exchange, Executor, type LogicalRequest } from '../../executor/index.js';
-import { resolveRetryOptions, resolveTimeoutOptions } from '../../options.js';
+import { resolveHedgeOptions, resolveRetryOptions, resolveTimeoutOptions } from '../../options.js';
 import { createPolicies } from '../../policy/policies.js';
 import { memoryStore } from '../../store/memory.js';
 import type { LabConfig, StrategyName } from '../options.js';
 import { seededRandom } from '../random.js';
 import { isAnswer, responseHeaders, ServerModel } from '../server-model.js';
+import { type SharedJob, SharedService } from '../sharing.js';
 import { strategyConfig } from '../strategies.js';
 import { TraceRecorder } from '../trace.js';
 import { VirtualClock } from './virtual-clock.js';
@@ -58,7 +59,7 @@ export async function simulateStrategy(
   const clock = new VirtualClock(SIM_EPOCH);
   const server = new ServerModel(config.server, seededRandom(config.seed, 'server'));
   const random = seededRandom(config.seed, `jitter:${strategy}`);
-  const s = strategyConfig(strategy);
+  const s = strategyConfig(strategy, config.hedgeDelay);
   const retry = resolveRetryOptions({
     attempts: config.attempts,
     ...(s.backoff !== undefined && { backoff: s.backoff }),
@@ -85,15 +86,20 @@ export async function simulateStrategy(
     signal: undefined,
     retry,
     timeout,
+    hedge: resolveHedgeOptions(s.hedge),
     secrets: () => [],
   };
   const now = (): number => clock.elapsed();
   const idle = (): void => {};
 
-  // The model never reads an attempt's signal: a token (`tokenSignal`) spares an AbortController.
+  const sharing = sharedService(config, clock);
+  // Server work of the requests served without sharing (sharing counts its own).
+  let work = 0;
+
+  // The model reads an attempt's signal as staunch's own code does: a token (`tokenSignal`)
+  // spares an AbortController.
   const exchange: Exchange<SimResponse> = {
-    // The transport ignores the signal: an aborted attempt's response is simply dropped.
-    send: (_signal, attempt) => {
+    send: (signal, attempt) => {
       const t = now() + half;
       const verdict = server.arrive(t);
       trace.attempt(t, verdict.status, attempt);
@@ -102,8 +108,40 @@ export async function simulateStrategy(
         status: verdict.status,
         headers: s.pacing ? responseHeaders(mode, verdict) : NO_HEADERS,
       };
-      return new Promise<SimResponse>((resolve) => {
-        clock.atElapsed(t + verdict.delay + half, () => resolve(response));
+      const demand = verdict.work ?? 0;
+      return new Promise<SimResponse>((resolve, reject) => {
+        const back = (): void => {
+          signal.removeEventListener('abort', abort);
+          resolve(response);
+        };
+        const start = t + verdict.delay - (sharing === undefined ? demand : 0);
+        let leave: (seen: number) => void;
+        if (sharing === undefined || demand === 0) {
+          work += demand;
+          clock.atElapsed(t + verdict.delay + half, back);
+          // Seen at `seen`, the abort stops the work: what was not done yet is not spent.
+          leave = (seen) => {
+            work -= Math.min(demand, Math.max(0, start + demand - seen));
+          };
+        } else {
+          let job: SharedJob | undefined;
+          let left = false;
+          clock.atElapsed(start, () => {
+            if (!left)
+              job = sharing.enter(start, demand, () => clock.atElapsed(now() + half, back));
+          });
+          leave = (seen) =>
+            clock.atElapsed(seen, () => {
+              left = true;
+              if (job !== undefined) sharing.leave(job, seen);
+            });
+        }
+        // The server sees the client go half a round trip after the abort (live: the socket closes).
+        const abort = (): void => {
+          leave(now() + half);
+          reject(signal.reason);
+        };
+        signal.addEventListener('abort', abort);
       });
     },
     status: (r) => r.status,
@@ -159,10 +197,18 @@ export async function simulateStrategy(
     clock.timer(PROGRESS_STEP, tick);
   }
   await clock.run();
+  trace.work = work + (sharing?.work ?? 0);
   if (active !== 0 || trace.settled !== trace.start.length) {
     throw new Error(`lab: ${active} simulated requests never settled`);
   }
   return trace;
+}
+
+/** The upstream's processor sharing on the virtual clock, when the scenario has cores. */
+function sharedService(config: LabConfig, clock: VirtualClock): SharedService | undefined {
+  const cores = config.server.cores ?? 0;
+  if (cores === 0) return undefined;
+  return new SharedService(cores, (t, fn) => clock.atElapsed(t, fn));
 }
 
 const GIVE_UP_CODES: ReadonlySet<string> = new Set([
