@@ -54,6 +54,8 @@ class Hedging<R> {
   readonly #live = new Map<AttemptState, (reason: unknown) => void>();
   #cancelTimer = noop;
   #over = false;
+  /** A hedge on an automatic delay left in this round: how the round ends teaches the tracker. */
+  #hedged = false;
 
   constructor(
     readonly setup: Setup,
@@ -87,6 +89,8 @@ class Hedging<R> {
     const { clock } = setup;
     const lease = Math.min(flight.request.timeout.attempt, flight.deadline - clock.now());
     if (this.#over || !(lease > 0) || !flight.exchange.resendable(false)) return;
+    const auto = flight.request.hedge!.delay === 'auto';
+    if (auto && !setup.latency.mayHedge(flight.key)) return;
     const gate = await admitHedge(flight, setup.policies, lease);
     if (gate === undefined) return;
     const now = clock.now();
@@ -96,6 +100,7 @@ class Hedging<R> {
     }
     flight.attempt = flight.sent + 1;
     flight.leave(gate, now, true);
+    this.#hedged = auto;
     this.start();
   }
 
@@ -115,6 +120,7 @@ class Hedging<R> {
     if (lesson === undefined || last || next(setup, flight, lesson).action === 'done') {
       this.#end(LOST);
       flight.won = outcome.ok ? state.attempt : undefined;
+      if (this.#hedged) setup.latency.recordRound(flight.key, state.hedge);
       // A failure goes on to the retry decision as the last attempt sent.
       if (lesson !== undefined) flight.attempt = flight.sent;
       this.resolve({ outcome, lesson });

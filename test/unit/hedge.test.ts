@@ -2,7 +2,12 @@
 import { describe, expect, it } from 'vitest';
 import { createFetch } from '../../src/index.js';
 import { DEFAULT_HEDGE, resolveHedgeOptions } from '../../src/options.js';
-import { HEDGE_MIN_SAMPLES, hedgeDelay, LatencyTracker } from '../../src/policy/hedge.js';
+import {
+  HEDGE_MIN_SAMPLES,
+  HEDGE_ROUNDS,
+  hedgeDelay,
+  LatencyTracker,
+} from '../../src/policy/hedge.js';
 
 describe('hedge options', () => {
   it('resolves the defaults, false to none, and a request over the client', () => {
@@ -88,5 +93,31 @@ describe('LatencyTracker', () => {
     for (let i = 0; i < 20; i++) t.record('k', 3.2);
     expect(hedgeDelay(DEFAULT_HEDGE, t, 'k')).toBe(10);
     expect(hedgeDelay({ ...DEFAULT_HEDGE, minDelay: 0 }, t, 'k')).toBe(4);
+  });
+});
+
+describe('LatencyTracker: hedges that do not pay', () => {
+  const rounds = (t: LatencyTracker, key: string, wins: number, losses: number) => {
+    for (let i = 0; i < wins; i++) t.recordRound(key, true);
+    for (let i = 0; i < losses; i++) t.recordRound(key, false);
+  };
+
+  it('hedges freely until HEDGE_ROUNDS rounds are known, and while 4 of the last ones were won', () => {
+    const t = new LatencyTracker();
+    expect(t.mayHedge('k')).toBe(true);
+    rounds(t, 'k', 0, HEDGE_ROUNDS - 1);
+    expect(t.mayHedge('k')).toBe(true);
+    rounds(t, 'k', 4, 0); // the ring: 4 wins, 16 losses
+    for (let i = 0; i < 30; i++) expect(t.mayHedge('k')).toBe(true);
+  });
+
+  it('with fewer wins, one round in ten still hedges, until the wins come back', () => {
+    const t = new LatencyTracker();
+    rounds(t, 'k', 3, HEDGE_ROUNDS - 3);
+    const allowed = Array.from({ length: 30 }, () => t.mayHedge('k'));
+    expect(allowed.map((a, i) => (a ? i : -1)).filter((i) => i >= 0)).toEqual([9, 19, 29]);
+    expect(t.mayHedge('other')).toBe(true);
+    rounds(t, 'k', 4, 0); // four wins over the four oldest rounds: 4 among the last 20
+    expect(t.mayHedge('k')).toBe(true);
   });
 });
