@@ -334,6 +334,7 @@ function pacingHint(status: number, pacing: ServerPacing, sentAt: number) {
     sentAt,
     ...(pacing.remaining !== undefined && { remaining: pacing.remaining }),
     ...(pacing.rate !== undefined && { rate: pacing.rate }),
+    ...(pacing.policy !== undefined && { policy: pacing.policy }),
     ...((status === 429 || status === 503) &&
       pacing.delay !== undefined && { retryAfter: pacing.delay }),
     // The quota is spent: the delay then is its reset (server-delay.ts reads it for remaining 0),

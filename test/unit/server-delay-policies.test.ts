@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readServerPacing } from '../../src/retry/server-delay.js';
+import { hasQuotaHeaders, readServerPacing } from '../../src/retry/server-delay.js';
 
 /** 2026-01-01T00:00:00Z */
 const NOW = Date.UTC(2026, 0, 1);
@@ -60,5 +60,38 @@ describe('readServerPacing: several RateLimit policies', () => {
       delay: 4_000,
       source: 'ratelimit',
     });
+  });
+});
+
+describe('readServerPacing: RateLimit-Policy', () => {
+  it('gives the quota that paces, beside RateLimit', () => {
+    const headers = {
+      'RateLimit-Policy': '"burst";q=100;w=60,"daily";q=1000;w=86400',
+      RateLimit: '"burst";r=40;t=12',
+    };
+    expect(readServerPacing(headers, NOW)).toEqual({
+      remaining: 40,
+      policy: { quota: 100, window: 60 },
+    });
+  });
+
+  it('a malformed field gives nothing and breaks nothing', () => {
+    for (const field of [
+      '"burst";q=100;w=60,',
+      'q=10, w=1',
+      '"a";q=1.5;w=1',
+      '"a";q=10;w=1;qu=requests',
+    ]) {
+      expect(readServerPacing({ 'ratelimit-policy': field, 'retry-after': '2' }, NOW)).toEqual({
+        delay: 2_000,
+        source: 'retry-after',
+      });
+    }
+  });
+
+  it('is a quota header, in a record of any case and in Headers', () => {
+    expect(hasQuotaHeaders({ 'RateLimit-Policy': '"a";q=1;w=1' })).toBe(true);
+    expect(hasQuotaHeaders(new Headers({ 'ratelimit-policy': '"a";q=1;w=1' }))).toBe(true);
+    expect(hasQuotaHeaders({ 'ratelimit-policies': '"a";q=1;w=1' })).toBe(false);
   });
 });
