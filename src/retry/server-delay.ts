@@ -83,6 +83,14 @@ export interface ServerPacing {
    * engages at once at a rate that keeps within it, and never exceeds it.
    */
   policy?: { quota: number; window: number };
+  /**
+   * With requests left (`remaining` > 0): ms until the current window
+   * resets, as the standard headers tell it (`RateLimit` `t`,
+   * `RateLimit-Reset`, `X-RateLimit-Reset`). The rate limiter pauses there
+   * when it finds the window spent by the other clients before its count
+   * says 0.
+   */
+  window?: number;
 }
 
 /**
@@ -343,6 +351,14 @@ export function readServerPacing(headers: HeaderSource, now: number = Date.now()
     count(readHeader(headers, 'ratelimit-remaining')) ??
     count(readHeader(headers, 'x-ratelimit-remaining'));
   if (remaining !== undefined) pacing.remaining = remaining;
+  if (remaining !== undefined && remaining > 0) {
+    const t = ratelimit.reset ?? count(readHeader(headers, 'ratelimit-reset'));
+    const window =
+      t === undefined
+        ? parseReset(readHeader(headers, 'x-ratelimit-reset'), now)
+        : bounded(t * 1000);
+    if (window !== undefined) pacing.window = window;
+  }
   const policyField = readHeader(headers, 'ratelimit-policy');
   const policies = policyField === undefined ? undefined : parseRateLimitPolicy(policyField);
   const policy = policies === undefined ? undefined : pacingPolicy(policies);

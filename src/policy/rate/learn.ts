@@ -32,6 +32,12 @@ export interface RateLimitHint {
    */
   reset?: number | undefined;
   /**
+   * With requests left: ms until the server's window resets (whole seconds,
+   * rounded up). Where the windows' length is not known yet, a window found
+   * spent by the others' pace (./window.ts) pauses the key until then.
+   */
+  window?: number | undefined;
+  /**
    * The sustained rate, per second, at which the server says its quota
    * refills (a provider's limit over its time-to-full reset). An adaptive key
    * never grows past it; a spent quota pauses only until the next request
@@ -200,6 +206,8 @@ export function readResponse(
   /** The window's end, when its count says it is spent by now, though not 0 (window.ts). */
   let ahead: number | undefined;
   if (hint.remaining !== undefined && sentAt !== null) {
+    const told = hint.window;
+    if (told !== undefined && told > 0 && Number.isFinite(told)) l.window.told = now + told;
     const predicted = spentBy(l.window, hint.remaining, sentAt, now);
     if (!spent) ahead = predicted;
     windowSeen(l.window, hint.remaining, sentAt);
