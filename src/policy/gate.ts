@@ -338,6 +338,8 @@ function pacingHint(status: number, pacing: ServerPacing, sentAt: number) {
     sentAt,
     ...(pacing.remaining !== undefined && { remaining: pacing.remaining }),
     ...(pacing.rate !== undefined && { rate: pacing.rate }),
+    ...(pacing.policy !== undefined && { policy: pacing.policy }),
+    ...(pacing.window !== undefined && { window: pacing.window }),
     ...((status === 429 || status === 503) &&
       pacing.delay !== undefined && { retryAfter: pacing.delay }),
     // The quota is spent: the delay then is its reset (server-delay.ts reads it for remaining 0),

@@ -123,6 +123,36 @@ export function parseRateLimitPolicy(value: string): RateLimitPolicy[] | undefin
 }
 
 /**
+ * The longest window, in seconds, of a `RateLimit-Policy` quota that is
+ * paced as a rate: the adaptive rate limiter's memory (a key idle that long
+ * is forgotten, so a longer window could not be kept to). A quota over a
+ * longer window (a daily one) paced at `q / w` would spread it thin: it is
+ * left to the `RateLimit` field's spent count and reset.
+ */
+export const PACED_WINDOW_MAX = 300;
+
+/**
+ * The quota that paces, of a `RateLimit-Policy` field's policies: of those
+ * counted in requests (`qu` absent or `"requests"`) with a quota `q` > 0 and
+ * a window `w` of 1 to {@link PACED_WINDOW_MAX} seconds, the one with the
+ * least `q / w`, the shorter window breaking a tie. The partition key `pk`
+ * does not choose: every policy a response names applies to its request.
+ */
+export function pacingPolicy(
+  policies: readonly RateLimitPolicy[],
+): { quota: number; window: number } | undefined {
+  let best: { quota: number; window: number } | undefined;
+  for (const { quota, window, unit } of policies) {
+    if (unit !== 'requests' || quota <= 0 || window === undefined) continue;
+    if (window <= 0 || window > PACED_WINDOW_MAX) continue;
+    const r = quota / window;
+    const b = best === undefined ? Number.POSITIVE_INFINITY : best.quota / best.window;
+    if (best === undefined || r < b || (r === b && window < best.window)) best = { quota, window };
+  }
+  return best;
+}
+
+/**
  * The policy that paces: the one whose quota runs out first. With some
  * policy spent (`r=0`), the spent one that resets latest (no request fits
  * before it); otherwise the one with the least left, the latest reset

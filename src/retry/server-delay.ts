@@ -4,7 +4,12 @@
  * Strict parsers: anything malformed is ignored (→ `undefined`), never guessed.
  */
 import { MAX_TIMER_MS } from '../internal/limits.js';
-import { mostRestrictive, parseRateLimit } from './ratelimit-fields.js';
+import {
+  mostRestrictive,
+  pacingPolicy,
+  parseRateLimit,
+  parseRateLimitPolicy,
+} from './ratelimit-fields.js';
 
 /** Anything headers can be read from: a `Headers`, or a plain record (any case). */
 export type HeaderSource =
@@ -71,6 +76,21 @@ export interface ServerPacing {
    * limiter never grows past it, and paces a spent quota at it.
    */
   rate?: number;
+  /**
+   * The quota of the response's `RateLimit-Policy` that paces: `quota`
+   * requests per `window` seconds (the most restrictive policy counted in
+   * requests, with a window of at most 300 s). The adaptive rate limiter
+   * engages at once at a rate that keeps within it, and never exceeds it.
+   */
+  policy?: { quota: number; window: number };
+  /**
+   * With requests left (`remaining` > 0): ms until the current window
+   * resets, as the standard headers tell it (`RateLimit` `t`,
+   * `RateLimit-Reset`, `X-RateLimit-Reset`). The rate limiter pauses there
+   * when it finds the window spent by the other clients before its count
+   * says 0.
+   */
+  window?: number;
 }
 
 /**
@@ -270,8 +290,9 @@ function count(value: string | undefined): number | undefined {
 
 /**
  * Whether a response carries a rate-limit header the limiter learns from
- * even on a success (`RateLimit`, `RateLimit-Remaining`, `X-RateLimit-Remaining`):
- * a quota at 0 with a reset says to pause before any 429.
+ * even on a success (`RateLimit`, `RateLimit-Policy`, `RateLimit-Remaining`,
+ * `X-RateLimit-Remaining`): a quota at 0 with a reset says to pause before
+ * any 429, a policy says the quota before the first one.
  */
 export function hasQuotaHeaders(headers: HeaderSource): boolean {
   if (typeof (headers as { get?: unknown }).get !== 'function') {
@@ -281,6 +302,7 @@ export function hasQuotaHeaders(headers: HeaderSource): boolean {
   if (own !== undefined) return own.call(headers);
   return (
     readHeader(headers, 'ratelimit') !== undefined ||
+    readHeader(headers, 'ratelimit-policy') !== undefined ||
     readHeader(headers, 'x-ratelimit-remaining') !== undefined ||
     readHeader(headers, 'ratelimit-remaining') !== undefined
   );
@@ -288,16 +310,17 @@ export function hasQuotaHeaders(headers: HeaderSource): boolean {
 
 /**
  * {@link hasQuotaHeaders} for a plain record (undici's), in one pass over its
- * names: a success usually carries none of the three, and `readHeader` would
+ * names: a success usually carries none of the four, and `readHeader` would
  * then scan every name three times. Names of another length are not looked at.
  */
 function hasQuotaRecord(record: Readonly<Record<string, unknown>>): boolean {
   for (const name of Object.keys(record)) {
     const n = name.length;
-    if (n !== 9 && n !== 19 && n !== 21) continue;
+    if (n !== 9 && n !== 16 && n !== 19 && n !== 21) continue;
     const lower = name.toLowerCase();
     if (
       lower !== 'ratelimit' &&
+      lower !== 'ratelimit-policy' &&
       lower !== 'ratelimit-remaining' &&
       lower !== 'x-ratelimit-remaining'
     )
@@ -314,7 +337,8 @@ function hasQuotaRecord(record: Readonly<Record<string, unknown>>): boolean {
  * Rate-limit reset times count as a delay only when the window is spent
  * (remaining 0) or the remaining count is not given. Of several `RateLimit`
  * policies, the one whose quota runs out first speaks (least `r`; of spent
- * ones, the latest `t`).
+ * ones, the latest `t`). Of `RateLimit-Policy`'s, the one that paces
+ * (`pacingPolicy`: counted in requests, the least `q / w`) is `policy`.
  *
  * @see https://www.rfc-editor.org/rfc/rfc9110#section-10.2.3
  * @see https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/
@@ -327,6 +351,18 @@ export function readServerPacing(headers: HeaderSource, now: number = Date.now()
     count(readHeader(headers, 'ratelimit-remaining')) ??
     count(readHeader(headers, 'x-ratelimit-remaining'));
   if (remaining !== undefined) pacing.remaining = remaining;
+  if (remaining !== undefined && remaining > 0) {
+    const t = ratelimit.reset ?? count(readHeader(headers, 'ratelimit-reset'));
+    const window =
+      t === undefined
+        ? parseReset(readHeader(headers, 'x-ratelimit-reset'), now)
+        : bounded(t * 1000);
+    if (window !== undefined) pacing.window = window;
+  }
+  const policyField = readHeader(headers, 'ratelimit-policy');
+  const policies = policyField === undefined ? undefined : parseRateLimitPolicy(policyField);
+  const policy = policies === undefined ? undefined : pacingPolicy(policies);
+  if (policy !== undefined) pacing.policy = policy;
 
   const candidates: [PacingSource, () => number | undefined][] = [
     ['retry-after-ms', () => parseRetryAfterMs(readHeader(headers, 'retry-after-ms'))],

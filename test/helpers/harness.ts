@@ -19,6 +19,13 @@ export function client(
   return { fetch, clock, calls: tracked.calls, stop };
 }
 
+/** A response's status, once its body is read to the end. */
+export async function drain(p: Promise<Response>): Promise<number> {
+  const r = await p;
+  await r.arrayBuffer();
+  return r.status;
+}
+
 /** Backoff and pacing sleeps (attempt deadlines are the long ones). */
 export function waits(clock: FakeClock, attemptTimeout = 60_000): number[] {
   return clock.sleeps.filter((ms) => ms !== attemptTimeout);

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StaunchOptions } from '../../src/index.js';
-import { client, waits } from '../helpers/harness.js';
+import { client, drain, waits } from '../helpers/harness.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
 import { seeded } from '../policy/support.js';
 
@@ -27,12 +27,6 @@ function start(options: Omit<StaunchOptions, 'clock' | 'fetch'>) {
   stops.push(c.stop);
   return c;
 }
-
-const drain = async (p: Promise<Response>) => {
-  const r = await p;
-  await r.arrayBuffer();
-  return r.status;
-};
 
 /**
  * A server with a token-bucket quota of `rate` per (client-clock) second and

@@ -478,6 +478,7 @@ describe('rate store operations', () => {
       tally: [0, 0, 0, 0],
       low: 0,
       stated: 0,
+      ceiling: 0,
     });
     expect(r.ttl).toBe(100 + 1_000);
   });

@@ -120,6 +120,26 @@ describe('spentBy and spentNow: a window spent by the other clients, counted ahe
     windowSeen(v, 1, 1_900);
     expect(spentNow(v, 2_300)).toBeUndefined(); // its window ended at 2 000
   });
+
+  it('before the windows are known: the end a count told, by a pace read in its window', () => {
+    const w = quotaWindow();
+    w.told = 1_052 + 1_000; // the reset of the count at 1 052: "1 s", rounded up
+    windowSeen(w, 37, 0);
+    // 37 → 17 in 52 ms: the window is spent by 104. Paused to the told end, which also
+    // counts as a window's end towards locating the windows.
+    expect(spentBy(w, 17, 52, 104)).toBe(2_052);
+    expect(w.end).toBe(2_052);
+    windowSeen(w, 17, 52);
+    // The next window: the count rose; the pace is the last window's, not this one's.
+    w.told = 2_156 + 1_000;
+    expect(spentBy(w, 37, 2_104, 2_156)).toBeUndefined();
+    windowSeen(w, 37, 2_104);
+    expect(spentNow(w, 2_400)).toBeUndefined(); // 37 − 0.38 × 296 < 0, but no pace of its own
+    // A second count of this window gives its pace: 37 → 30 in 100 ms, spent by 2 700.
+    expect(spentBy(w, 30, 2_204, 2_256)).toBeUndefined();
+    windowSeen(w, 30, 2_204);
+    expect(spentNow(w, 2_700)).toBe(3_156);
+  });
 });
 
 /** A fixed window of `limit` per second, the windows starting at 300 ms past each second. */

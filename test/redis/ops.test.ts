@@ -287,6 +287,13 @@ function rateSteps(cfg: RateConfig): fc.Arbitrary<Step[]> {
           { weight: 1, arbitrary: fc.constant(null) },
           { weight: 2, arbitrary: fc.double({ min: 0, max: 12, noNaN: true }) },
         ),
+        // A RateLimit-Policy ceiling on some responses (absent, null, 0, or a rate: at least
+        // 1 per 300.1 s, what the slowest policy paced gives).
+        ceiling: fc.oneof(
+          { weight: 3, arbitrary: fc.constant(undefined) },
+          { weight: 1, arbitrary: fc.constantFrom(null, 0) },
+          { weight: 2, arbitrary: fc.double({ min: 0.003, max: 12, noNaN: true }) },
+        ),
         // The recent accepted rate an engagement's curve regains (absent, or a rate).
         peak: fc.option(fc.double({ min: 0, max: 300, noNaN: true }), { nil: undefined }),
       })
@@ -301,6 +308,7 @@ function rateSteps(cfg: RateConfig): fc.Arbitrary<Step[]> {
           sent,
           joining,
           stated,
+          ceiling,
           peak,
         }): Step => ({
           dt,
@@ -316,6 +324,7 @@ function rateSteps(cfg: RateConfig): fc.Arbitrary<Step[]> {
               sentAt: sent === null ? null : now + sent,
               ...(joining && { joining }),
               ...(stated !== undefined && { stated }),
+              ...(ceiling !== undefined && { ceiling }),
               ...(peak !== undefined && { peak }),
             },
           }),
@@ -326,12 +335,12 @@ function rateSteps(cfg: RateConfig): fc.Arbitrary<Step[]> {
       { weight: 3, arbitrary: acquire },
       { weight: 1, arbitrary: refund },
       { weight: 3, arbitrary: feedback(['success']) },
-      { weight: 1, arbitrary: feedback(['throttle', 'pause']) },
+      { weight: 1, arbitrary: feedback(['throttle', 'pause', 'policy']) },
     ),
     { minLength: 1, maxLength: 80 },
   );
   // An adaptive key does nothing until a throttle engages it: start most sequences with one.
-  const start = fc.option(feedback(['throttle']), { nil: undefined, freq: 5 });
+  const start = fc.option(feedback(['throttle', 'policy']), { nil: undefined, freq: 5 });
   const mixed = fc
     .tuple(start, body)
     .map(([first, rest]) => (first === undefined ? rest : [first, ...rest]));

@@ -1,6 +1,9 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   mostRestrictive,
+  PACED_WINDOW_MAX,
+  pacingPolicy,
   parseRateLimit,
   parseRateLimitPolicy,
   type RateLimitState,
@@ -106,5 +109,97 @@ describe('mostRestrictive: the policy that paces', () => {
 
   it('picks nothing from no policy', () => {
     expect(mostRestrictive([])).toBeUndefined();
+  });
+});
+
+describe('pacingPolicy: the RateLimit-Policy quota that paces', () => {
+  const paces = (field: string) => pacingPolicy(parseRateLimitPolicy(field) ?? []);
+
+  // The draft's examples (draft-ietf-httpapi-ratelimit-headers), and the rules around them.
+  it.each([
+    ['one quota', '"default";q=100;w=10', { quota: 100, window: 10 }],
+    ['a quota per minute', '"peruser";q=100;w=60', { quota: 100, window: 60 }],
+    [
+      'of a burst and a daily quota, the burst: a daily window is not paced',
+      '"burst";q=100;w=60,"daily";q=1000;w=86400',
+      { quota: 100, window: 60 },
+    ],
+    [
+      'of two paced quotas, the least q / w',
+      '"a";q=50;w=1, "b";q=100;w=10',
+      { quota: 100, window: 10 },
+    ],
+    [
+      'a tie on q / w: the shorter window',
+      '"a";q=100;w=10, "b";q=10;w=1',
+      { quota: 10, window: 1 },
+    ],
+    [
+      'qu="requests" counts, content-bytes and concurrent-requests do not',
+      '"bytes";q=5;qu="content-bytes";w=1, "conc";q=2;qu="concurrent-requests", "req";q=20;qu="requests";w=2',
+      { quota: 20, window: 2 },
+    ],
+    [
+      'policies of different partitions each apply: the most restrictive paces',
+      '"a";q=10;w=1;pk=:YQ==:, "b";q=5;w=1;pk=:Yg==:',
+      { quota: 5, window: 1 },
+    ],
+    ['the longest paced window', `"w";q=600;w=${PACED_WINDOW_MAX}`, { quota: 600, window: 300 }],
+  ])('%s', (_, field, expected) => {
+    expect(paces(field)).toEqual(expected);
+  });
+
+  it.each([
+    ['a content-bytes quota alone', '"peruser";q=65535;qu="content-bytes";w=10;pk=:cHN0LTEyMw==:'],
+    ['a quota without a window', '"a";q=10'],
+    ['a zero quota or window', '"a";q=0;w=1, "b";q=10;w=0'],
+    ['a window past the limit', `"w";q=6000;w=${PACED_WINDOW_MAX + 1}`],
+    ['an unknown unit', '"a";q=10;w=1;qu="tokens"'],
+  ])('paces nothing for %s', (_, field) => {
+    expect(paces(field)).toBeUndefined();
+  });
+
+  it('never throws, and what it picks is a paced quota of the field, whatever the text', () => {
+    const near = fc
+      .array(
+        fc.constantFrom(
+          '"a"',
+          '"b"',
+          'q=',
+          'w=',
+          'qu=',
+          '"requests"',
+          ';',
+          ',',
+          ' ',
+          '1',
+          '0',
+          '9',
+          ':YQ==:',
+          'pk=',
+          '-',
+          '.5',
+        ),
+        { maxLength: 30 },
+      )
+      .map((parts) => parts.join(''));
+    fc.assert(
+      fc.property(fc.oneof(near, fc.string({ maxLength: 60 })), (field) => {
+        const policies = parseRateLimitPolicy(field);
+        const picked = pacingPolicy(policies ?? []);
+        if (picked === undefined) return;
+        expect(picked.quota).toBeGreaterThan(0);
+        expect(picked.window).toBeGreaterThan(0);
+        expect(picked.window).toBeLessThanOrEqual(PACED_WINDOW_MAX);
+        const rate = picked.quota / picked.window;
+        for (const p of policies ?? []) {
+          if (p.unit !== 'requests' || !(p.quota > 0) || p.window === undefined) continue;
+          if (p.window > 0 && p.window <= PACED_WINDOW_MAX) {
+            expect(rate).toBeLessThanOrEqual(p.quota / p.window);
+          }
+        }
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

@@ -7,6 +7,7 @@
  */
 import { type Meter, meterCount, meterCountMany, meterRate, meterSettled } from './meter.js';
 import type { RateConfig, RateFeedbackArgs, RateSignal } from './ops.js';
+import { ADAPTIVE } from './options.js';
 import {
   locateReset,
   type QuotaWindow,
@@ -31,12 +32,25 @@ export interface RateLimitHint {
    */
   reset?: number | undefined;
   /**
+   * With requests left: ms until the server's window resets (whole seconds,
+   * rounded up). Where the windows' length is not known yet, a window found
+   * spent by the others' pace (./window.ts) pauses the key until then.
+   */
+  window?: number | undefined;
+  /**
    * The sustained rate, per second, at which the server says its quota
    * refills (a provider's limit over its time-to-full reset). An adaptive key
    * never grows past it; a spent quota pauses only until the next request
    * fits (`1000 / rate` ms, if sooner than `reset`) and then goes at it.
    */
   rate?: number | undefined;
+  /**
+   * The response's `RateLimit-Policy` quota that paces: `quota` requests per
+   * `window` seconds. An adaptive key engages at once at a rate that keeps
+   * within it ({@link policyCeiling}), and never grows past that rate; it is
+   * no pause, and does not shorten one.
+   */
+  policy?: { quota: number; window: number } | undefined;
   /**
    * The circuit breaker is releasing a backlog of this key after an outage:
    * a 429 then engages the key at the pace of the last few hundred ms, and
@@ -69,6 +83,8 @@ export interface Learned {
   readonly window: QuotaWindow;
   /** The refill rate the last response stated (`RateLimitHint.rate`), or `null`. */
   stated: number | null;
+  /** The ceiling of the last response's policy (`RateLimitHint.policy`), or `null`. */
+  ceiling: number | null;
   /** Sends and accepted responses, decayed with a time constant of `RECENT_MS`, as of `*At`. */
   recentSent: number;
   recentSentAt: number;
@@ -87,6 +103,7 @@ export function learned(): Learned {
     halved: false,
     window: quotaWindow(),
     stated: null,
+    ceiling: null,
     recentSent: 0,
     recentSentAt: 0,
     recentOk: 0,
@@ -144,6 +161,17 @@ function tally(l: Learned, refused: boolean, now: number, count: number): void {
   if (!refused) l.accepted = meterCountMany(l.accepted, now, count);
 }
 
+/**
+ * The highest rate, per second, at which the limiter's bucket keeps within
+ * `quota` requests in any `window` seconds: `quota / window`, less where the
+ * bucket's burst (`burstSeconds` of the rate, at least one token) would add
+ * to a window's count. A bucket of `b` tokens at rate `r` lets through at
+ * most `b + r × window − 1` requests in a window; `b = r × burstSeconds`.
+ */
+export function policyCeiling(quota: number, window: number): number {
+  return Math.min(quota / window, (quota + 1) / (window + ADAPTIVE.burstSeconds));
+}
+
 function enough(l: Learned, now: number): boolean {
   return l.responses >= ENGAGE_SAMPLES && now - l.firstAt >= ENGAGE_SPAN_MS;
 }
@@ -178,6 +206,8 @@ export function readResponse(
   /** The window's end, when its count says it is spent by now, though not 0 (window.ts). */
   let ahead: number | undefined;
   if (hint.remaining !== undefined && sentAt !== null) {
+    const told = hint.window;
+    if (told !== undefined && told > 0 && Number.isFinite(told)) l.window.told = now + told;
     const predicted = spentBy(l.window, hint.remaining, sentAt, now);
     if (!spent) ahead = predicted;
     windowSeen(l.window, hint.remaining, sentAt);
@@ -196,18 +226,23 @@ export function readResponse(
   }
   if (fixed) return pauseUntil === null ? undefined : { signal: 'pause', pauseUntil, sentAt };
   l.stated = told;
+  const policy = hint.policy;
+  l.ceiling = policy === undefined ? null : policyCeiling(policy.quota, policy.window);
+  // A key not paced here yet learns its quota from the policy, before any 429.
+  const learn: Lesson | undefined =
+    !active && l.ceiling !== null ? { signal: 'policy', pauseUntil: null, sentAt } : undefined;
   const throttled = status === 429 && (hint.retryAfter !== 0 || spent);
   const neutral =
     !throttled && (status === 429 || (status === 503 && hint.retryAfter !== undefined));
   if (!neutral) countResponse(l, throttled, now);
   if (throttled && !(located !== undefined && active)) {
     const joining = !active;
-    if (joining && !spent && !enough(l, now)) return undefined;
+    if (joining && !spent && !enough(l, now)) return learn;
     return { signal: 'throttle', pauseUntil, sentAt, joining, released: hint.released === true };
   }
   if (pauseUntil !== null) return { signal: 'pause', pauseUntil, sentAt };
   if (!neutral && active) return { signal: 'success', pauseUntil: null, sentAt };
-  return undefined;
+  return learn;
 }
 
 /** The arguments of `rateFeedback` for a lesson of a key, from what this process measured. */
@@ -258,5 +293,6 @@ export function feedbackArgs(
     }),
     ...(joining && { joining }),
     ...(l.stated !== null && { stated: l.stated }),
+    ...(l.ceiling !== null && { ceiling: l.ceiling }),
   };
 }

@@ -53,9 +53,10 @@ function readState(json: Json | undefined): RateState | undefined {
   if (!isMeter(s.meter) || !isMeter(s.ok)) return undefined;
   const t = s.tally;
   if (!Array.isArray(t) || ![t[0], t[1], t[2], t[3]].every(isNumber)) return undefined;
-  if (s.stated === undefined) return { ...(json as Omit<RateState, 'stated'>), stated: 0 };
-  if (!isNumber(s.stated)) return undefined;
-  return json as RateState;
+  if (isNumber(s.stated) && isNumber(s.ceiling)) return json as RateState;
+  const [stated, ceiling] = [s.stated ?? 0, s.ceiling ?? 0]; // 0 in states written before them
+  if (!isNumber(stated) || !isNumber(ceiling)) return undefined;
+  return { ...(json as RateState), stated, ceiling };
 }
 
 function rateOf(s: RateState, cfg: RateConfig): number {
@@ -82,6 +83,7 @@ function fixedFresh(cfg: RateConfig, now: number): RateState {
     tally: [0, 0, 0, 0],
     low: 0,
     stated: 0,
+    ceiling: 0,
   };
 }
 
@@ -232,6 +234,7 @@ function engage(
     tally: [0, 0, 0, 0],
     low: 0,
     stated: 0,
+    ceiling: 0,
   };
 }
 
@@ -326,17 +329,21 @@ function join(
 }
 
 /**
- * The server's stated rate (the latest statement, else the one kept) bounds
- * the learned rate: the rate never grows past what the server says it
- * refills, and a `wMax` above it is brought down to it, so growth plateaus
- * there instead of probing for more.
+ * The server's stated rate and its policy's ceiling (each the latest
+ * statement, else the one kept) bound the learned rate: the rate never
+ * grows past what the server says it refills or its quota allows, and a
+ * `wMax` above is brought down, so growth plateaus there instead of probing
+ * for more. The stated rate is floored at `minRate`; the ceiling is not.
  */
-function capped(s: RateState, cfg: RateConfig, told: number | null): RateState {
+function capped(s: RateState, cfg: RateConfig, told: number | null, ceil: number | null) {
   const stated = told ?? s.stated;
-  if (!(stated > 0)) return s;
-  const cap = Math.max(cfg.minRate, stated);
-  if (s.rate <= cap && s.wMax <= cap && s.stated === stated) return s;
-  return { ...s, rate: Math.min(s.rate, cap), wMax: Math.min(s.wMax, cap), stated };
+  const ceiling = ceil ?? s.ceiling;
+  const cap = Math.min(
+    stated > 0 ? Math.max(cfg.minRate, stated) : Number.POSITIVE_INFINITY,
+    ceiling > 0 ? ceiling : Number.POSITIVE_INFINITY,
+  );
+  if (s.rate <= cap && s.wMax <= cap && s.stated === stated && s.ceiling === ceiling) return s;
+  return { ...s, rate: Math.min(s.rate, cap), wMax: Math.min(s.wMax, cap), stated, ceiling };
 }
 
 /** A quota-spent pause: no token before `until`; the meters skip the paused time. */
@@ -373,22 +380,28 @@ export const rateFeedback: StoreOperation<RateFeedbackArgs, RateFeedbackResult> 
     const { cfg, signal, pauseUntil, measured, accepted } = args;
     const sentAt = args.sentAt ?? now;
     const told = args.stated ?? null;
+    const ceiling = args.ceiling ?? null;
     const stored = readState(json);
     let s: RateState | undefined = engaged(stored, cfg) ? stored : undefined;
     let reset = false;
     if (cfg.rps === null) {
       if (s === undefined) {
-        if (signal !== 'success') {
-          // A spent quota whose refill rate the server states engages at that rate (the
-          // measured and accepted estimates are both the stated rate: aim lands on it).
-          const stated = signal === 'pause' && told !== null && told > 0;
-          const sent = stated ? told : measured;
-          const took = stated ? told : accepted;
+        // A policy engages at its ceiling; a spent quota with a stated refill rate, at that
+        // rate (the measured and accepted estimates both that rate: aim lands on it).
+        const given =
+          signal === 'policy'
+            ? ceiling
+            : signal === 'pause' && told !== null && told > 0
+              ? told
+              : null;
+        if (signal !== 'success' && (signal !== 'policy' || (given !== null && given > 0))) {
+          const sent = given ?? measured;
+          const took = given ?? accepted;
           s = engage(stored?.epoch ?? 0, cfg, sent, took, args.fraction, now);
           // The meters lag a ramp of demand: the curve heads for the recent rates if higher
           // (the rate itself still starts from the meters; docs/policies.md).
           const peak = args.peak ?? 0;
-          if (!stated && peak > s.wMax) {
+          if (given === null && peak > s.wMax) {
             s = { ...s, wMax: peak, plateau: plateauOf(s.rate, peak, cfg, now) };
           }
           reset = true;
@@ -420,7 +433,7 @@ export const rateFeedback: StoreOperation<RateFeedbackArgs, RateFeedbackResult> 
         }
       }
     }
-    if (s !== undefined && cfg.rps === null) s = capped(s, cfg, told);
+    if (s !== undefined && cfg.rps === null) s = capped(s, cfg, told, ceiling);
     if (pauseUntil !== null && pauseUntil > now) {
       if (s === undefined && cfg.rps !== null) s = fixedFresh(cfg, now);
       if (s !== undefined && pauseUntil > s.at && sentAt >= s.pausedAt) {

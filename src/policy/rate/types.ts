@@ -80,6 +80,13 @@ export type RateState = {
    * engages the key at it. Absent in states written before it existed: 0.
    */
   stated: number;
+  /**
+   * Adaptive: the ceiling the server's `RateLimit-Policy` sets on the key's
+   * rate, per second; 0 = none. The learned rate never exceeds it. Unlike
+   * `stated`, it never shortens a pause. Absent in states written before it
+   * existed: 0.
+   */
+  ceiling: number;
 };
 
 /** Arguments of {@link rateAcquire}. `maxWait: null` = no limit. `epoch`: the reservation held, if any. */
@@ -92,9 +99,11 @@ export type RateAcquireResult =
 export type RateRefundArgs = { cfg: RateConfig; epoch: number };
 /**
  * What the server said: slow down (a 429), the quota is spent (a pause
- * only: `pauseUntil`), or a response that was not throttled (growth).
+ * only: `pauseUntil`), a response that was not throttled (growth), or, to a
+ * key this process does not pace yet, the quota its `RateLimit-Policy`
+ * states (`policy`: engages the key at `ceiling`, grows nothing).
  */
-export type RateSignal = 'throttle' | 'pause' | 'success';
+export type RateSignal = 'throttle' | 'pause' | 'success' | 'policy';
 /** Arguments of {@link rateFeedback}. */
 export type RateFeedbackArgs = {
   cfg: RateConfig;
@@ -117,6 +126,12 @@ export type RateFeedbackArgs = {
   joining?: boolean;
   /** The sustained rate the server states for the key, per second, or `null` (absent = null). */
   stated?: number | null;
+  /**
+   * The ceiling the response's `RateLimit-Policy` sets, per second, or
+   * `null` (absent = null): the rate never exceeds it, and `policy` engages
+   * a key at it.
+   */
+  ceiling?: number | null;
   /**
    * The mean of this process's accepted and send rates (429s included) over
    * the last few hundred ms, per second: an engagement's curve regains at

@@ -11,7 +11,7 @@ if cfg.rps ~= NULL then RPS = cfg.rps end
 local BURST = nil
 if cfg.burst ~= NULL then BURST = cfg.burst end
 local STATE_KEYS = { 'tokens', 'at', 'epoch', 'rate', 'wMax', 'lastDecrease', 'meter', 'plateau',
-  'ok', 'pausedAt', 'before', 'tally', 'low', 'stated' }
+  'ok', 'pausedAt', 'before', 'tally', 'low', 'stated', 'ceiling' }
 local B = 500
 local S = 0.8
 
@@ -74,6 +74,7 @@ local function readState(j)
     if not isnum(j.tally[i]) then return nil end
   end
   if j.stated == nil then j.stated = 0 elseif not isnum(j.stated) then return nil end
+  if j.ceiling == nil then j.ceiling = 0 elseif not isnum(j.ceiling) then return nil end
   return j
 end
 
@@ -83,7 +84,7 @@ local function burstOf(s) return BURST or jmax(1, s.rate * cfg.burstSeconds) end
 local function fixedFresh()
   return { tokens = BURST or 1, at = now, epoch = 0, rate = 0, wMax = 0, lastDecrease = 0,
     meter = NULL, plateau = 0, ok = NULL, pausedAt = 0, before = 0, tally = { 0, 0, 0, 0 },
-    low = 0, stated = 0 }
+    low = 0, stated = 0, ceiling = 0 }
 end
 
 local function engaged(s) return s ~= nil and (RPS ~= nil or s.rate > 0) end
@@ -214,7 +215,7 @@ local function engage(epoch, measured, accepted, fraction)
   return { tokens = 0, at = now, epoch = epoch + 1, rate = rate, wMax = wMax, lastDecrease = now,
     meter = { bucketOf(now), 0, measured }, plateau = plateauOf(rate, wMax),
     ok = { bucketOf(now), 0, accepted }, pausedAt = 0, before = fraction,
-    tally = { 0, 0, 0, 0 }, low = 0, stated = 0 }
+    tally = { 0, 0, 0, 0 }, low = 0, stated = 0, ceiling = 0 }
 end
 
 local function increase(s)
@@ -299,17 +300,24 @@ local function pause(s, untilAt)
   return p
 end
 
--- The server's stated rate (the latest statement, else the one kept) bounds the learned rate.
-local function capped(s, told)
+-- The server's stated rate and its policy's ceiling (each the latest statement, else the one
+-- kept) bound the learned rate; the stated rate is floored at minRate, the ceiling is not.
+local function capped(s, told, ceil)
   local stated = told
   if stated == nil then stated = s.stated end
-  if not (stated > 0) then return s end
-  local cap = jmax(cfg.minRate, stated)
-  if s.rate <= cap and s.wMax <= cap and s.stated == stated then return s end
+  local ceiling = ceil
+  if ceiling == nil then ceiling = s.ceiling end
+  local cap = INF
+  if stated > 0 then cap = jmax(cfg.minRate, stated) end
+  if ceiling > 0 then cap = jmin(cap, ceiling) end
+  if s.rate <= cap and s.wMax <= cap and s.stated == stated and s.ceiling == ceiling then
+    return s
+  end
   local c = copy(s)
   c.rate = jmin(s.rate, cap)
   c.wMax = jmin(s.wMax, cap)
   c.stated = stated
+  c.ceiling = ceiling
   return c
 end
 
@@ -321,18 +329,27 @@ local function feedback()
   if args.sentAt ~= NULL then sentAt = args.sentAt end
   local told = nil
   if args.stated ~= nil and args.stated ~= NULL then told = args.stated end
+  local ceil = nil
+  if args.ceiling ~= nil and args.ceiling ~= NULL then ceil = args.ceiling end
   local reset = false
   if RPS == nil then
     if s == nil then
-      if args.signal ~= 'success' then
+      -- A policy's quota engages at its ceiling; a spent quota with a stated rate, at that rate.
+      local given = nil
+      if args.signal == 'policy' then
+        given = ceil
+      elseif args.signal == 'pause' and told ~= nil and told > 0 then
+        given = told
+      end
+      if args.signal ~= 'success' and (args.signal ~= 'policy' or (given ~= nil and given > 0)) then
         local epoch = 0
         if stored ~= nil then epoch = stored.epoch end
         local sent = args.measured
         local took = args.accepted
-        local stated = args.signal == 'pause' and told ~= nil and told > 0
+        local stated = given ~= nil
         if stated then
-          sent = told
-          took = told
+          sent = given
+          took = given
         end
         s = engage(epoch, sent, took, args.fraction)
         -- The curve regains at least the recent rates (not a stated one).
@@ -368,7 +385,7 @@ local function feedback()
       end
     end
   end
-  if s ~= nil and RPS == nil then s = capped(s, told) end
+  if s ~= nil and RPS == nil then s = capped(s, told, ceil) end
   local pauseUntil = args.pauseUntil
   if pauseUntil ~= NULL and pauseUntil > now then
     if s == nil and RPS ~= nil then s = fixedFresh() end
