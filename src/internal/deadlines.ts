@@ -256,3 +256,9 @@ export function steadyDeadlines(fetch: object): boolean {
 export function steadyArmed(): boolean {
   return steady.timer !== undefined;
 }
+
+/** @internal Whether the steady list's timer is armed and holds the process open (ref'd). */
+export function steadyHoldsOpen(): boolean {
+  const timer = steady.timer as { hasRef?: () => boolean } | undefined;
+  return timer?.hasRef?.() === true;
+}
