@@ -13,7 +13,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { DRAIN_LIMIT } from '../internal/limits.js';
-import { LEGACY_NATIVE, LegacyLink } from './native.js';
 import { expectSend, markIfStale, type Probe } from './stale.js';
 
 type Controller = Dispatcher.DispatchController;
@@ -177,13 +176,10 @@ export class Attempt implements Handler, Probe, Caller {
     });
   }
 
-  /**
-   * Dispatches this attempt on undici's native handler API (native.ts); a
-   * synchronous throw is its failure.
-   */
+  /** Dispatches this attempt; a synchronous throw is its failure. */
   protected dispatchOn(dispatch: Dispatcher.Dispatch, opts: Dispatcher.DispatchOptions): void {
     try {
-      dispatch(opts, LEGACY_NATIVE ? (new LegacyLink(this) as never) : this);
+      dispatch(opts, this);
     } catch (error) {
       this.onResponseError(undefined, error as Error);
     }
