@@ -13,6 +13,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { DRAIN_LIMIT } from '../internal/limits.js';
+import { LegacyCaller } from './legacy.js';
+import { LEGACY_NATIVE, LegacyLink, ResponseHead, rawOf } from './native.js';
 import { expectSend, markIfStale, type Probe } from './stale.js';
 
 type Controller = Dispatcher.DispatchController;
@@ -106,17 +108,10 @@ export class CallerController implements Controller {
   }
 }
 
-/** Reads the raw headers off undici 7's `UnwrapController` (undici 8's carries none). */
-function rawOf(controller: Controller, which: 'rawHeaders' | 'rawTrailers'): Buffer[] | undefined {
-  return (controller as { [k in typeof which]?: Buffer[] | null })[which] ?? undefined;
-}
-
-export class Attempt implements Handler, Probe, Caller {
+export class Attempt extends ResponseHead implements Handler, Probe, Caller {
   status = 0;
   statusText: string | undefined;
-  headers: IncomingHttpHeaders = NO_HEADERS;
-  /** undici's raw headers and trailers, where its controller carries them (undici 7). */
-  rawHeaders: Buffer[] | undefined;
+  /** undici's raw trailers, where its controller carries them (undici 7). */
   rawTrailers: Buffer[] | undefined;
   // Where it went out (stale.ts).
   socket: Probe['socket'];
@@ -146,6 +141,7 @@ export class Attempt implements Handler, Probe, Caller {
   #failed = false;
 
   constructor(owner?: Caller) {
+    super();
     this.#owner = owner;
   }
 
@@ -176,10 +172,13 @@ export class Attempt implements Handler, Probe, Caller {
     });
   }
 
-  /** Dispatches this attempt; a synchronous throw is its failure. */
+  /**
+   * Dispatches this attempt on undici's native handler API (native.ts); a
+   * synchronous throw is its failure.
+   */
   protected dispatchOn(dispatch: Dispatcher.Dispatch, opts: Dispatcher.DispatchOptions): void {
     try {
-      dispatch(opts, this);
+      dispatch(opts, LEGACY_NATIVE ? (new LegacyLink(this) as never) : this);
     } catch (error) {
       this.onResponseError(undefined, error as Error);
     }
@@ -214,16 +213,30 @@ export class Attempt implements Handler, Probe, Caller {
     headers: IncomingHttpHeaders,
     statusMessage?: string,
   ): void {
+    this.#start(controller, statusCode, headers ?? NO_HEADERS, undefined, statusMessage);
+  }
+
+  /** The response's start with undici's raw headers, parsed only if read whole (native.ts). */
+  rawResponseStart(controller: Controller, status: number, raw: Buffer[], text?: string): void {
+    this.#start(controller, status, undefined, raw, text);
+  }
+
+  #start(
+    c: Controller,
+    status: number,
+    headers: IncomingHttpHeaders | undefined,
+    raw: Buffer[] | undefined,
+    text: string | undefined,
+  ): void {
     if (this.phase !== 'sent') return;
-    if (statusCode < 200) {
-      this.informational(statusCode, headers, statusMessage);
+    this.setHead(headers, raw ?? rawOf(c, 'rawHeaders'));
+    if (status < 200) {
+      this.informational(status, this.headers, text);
       return;
     }
-    this.controller = controller;
-    this.status = statusCode;
-    this.headers = headers ?? NO_HEADERS;
-    this.statusText = statusMessage;
-    this.rawHeaders = rawOf(controller, 'rawHeaders');
+    this.controller = c;
+    this.status = status;
+    this.statusText = text;
     this.phase = 'wait';
     this.responded();
   }
@@ -347,7 +360,14 @@ export class Attempt implements Handler, Probe, Caller {
     controller.attempt = this;
     this.phase = 'forward';
     try {
-      handler.onResponseStart?.(controller, this.status, this.headers, this.statusText);
+      // A legacy caller takes the raw headers (legacy.ts): not parsed for it.
+      const raw = handler instanceof LegacyCaller && this.rawHeaders !== undefined;
+      handler.onResponseStart?.(
+        controller,
+        this.status,
+        raw ? NO_HEADERS : this.headers,
+        this.statusText,
+      );
     } catch (error) {
       this.fail(error);
       return;

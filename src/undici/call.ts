@@ -6,7 +6,6 @@
  * and staunch/undici's `createFetch`.
  */
 import { randomUUID } from 'node:crypto';
-import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { NetworkError, SsrfBlockedError } from '../errors.js';
 import type { Exchange, LogicalRequest } from '../executor/index.js';
@@ -25,6 +24,7 @@ import {
   upperMethod,
 } from '../request-options.js';
 import { errorCode } from '../retry/classify.js';
+import type { HeaderSource } from '../retry/server-delay.js';
 import { Attempt, type Caller } from './attempt.js';
 import type { UndiciRuntime } from './client.js';
 import { hasHeader, headerPairs, withHeader } from './headers.js';
@@ -81,6 +81,7 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   readonly steadyDeadlines = true;
   /** The caller's side of the request, which every attempt tells of its start and its 1xx. */
   readonly #caller: Caller;
+  readonly #rawReads: boolean;
 
   // Positional, not an object of fields: one allocation fewer on every request.
   constructor(
@@ -94,6 +95,7 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     signal: AbortSignal,
     settings: RequestSettings,
     keyHeader: string,
+    rawReads: boolean,
   ) {
     this.#dispatch = dispatch;
     this.#opts = opts;
@@ -107,6 +109,7 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     this.timeout = settings.timeout;
     this.#keyHeader = keyHeader;
     this.resendable = resendable(opts.body);
+    this.#rawReads = rawReads;
   }
 
   /**
@@ -150,8 +153,10 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     return attempt.status;
   }
 
-  headers(attempt: Attempt): IncomingHttpHeaders {
-    return attempt.headers;
+  headers(attempt: Attempt): HeaderSource {
+    // A success's headers are read from the raw ones unless a `pacing` reader of the
+    // caller's takes them (it gets the parsed record, as a failure's readers do).
+    return this.#rawReads && attempt.unparsed && attempt.status < 400 ? attempt : attempt.headers;
   }
 
   discard(attempt: Attempt, stop: Promise<unknown>): Promise<void> {
@@ -216,6 +221,7 @@ export function prepare(
     signal,
     settings,
     header,
+    client.rawPacing,
   );
 }
 
