@@ -8,7 +8,7 @@
  * API. An attempt is dispatched on the native one: itself on undici 8, a
  * {@link LegacyLink} in front of it on undici 7, which is both undici's
  * legacy handler and the attempt's controller (one object where undici's
- * conversion makes two) and parses only the response headers.
+ * conversion makes two) and keeps the response headers raw.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
@@ -144,8 +144,8 @@ export class LegacyLink implements LegacyHandler, Controller {
   ): boolean {
     this.#resume = resume;
     this.rawHeaders = rawHeaders;
-    const headers = undici.util.parseHeaders(rawHeaders) as IncomingHttpHeaders;
-    this.#attempt.onResponseStart(this, statusCode, headers, statusText);
+    // Not parsed here: the attempt parses them if someone reads them whole (ResponseHead).
+    this.#attempt.rawResponseStart(this, statusCode, rawHeaders, statusText);
     return !this.paused;
   }
 
