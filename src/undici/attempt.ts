@@ -13,6 +13,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { DRAIN_LIMIT } from '../internal/limits.js';
+import { type Caller, type CallerController, deliverError } from './caller.js';
+import { LegacyCaller } from './legacy.js';
+import { LEGACY_NATIVE, LegacyLink, ResponseHead, rawOf } from './native.js';
 import { afterNextPoll, expectSend, markIfStale, type Probe } from './stale.js';
 
 type Controller = Dispatcher.DispatchController;
@@ -26,97 +29,10 @@ const NO_HEADERS: IncomingHttpHeaders = Object.freeze({});
 /** Where an attempt is: sent (no response yet), its response waiting, released, handed on, over. */
 type Phase = 'sent' | 'wait' | 'discard' | 'forward' | 'done';
 
-/**
- * The caller's side of one logical request, as each attempt reaches it:
- * told when an attempt starts (undici's context with it) and of 1xx
- * responses, which go to the caller as a bare `Agent` hands them on.
- */
-export interface Caller {
-  /** An attempt's `onRequestStart`: the caller is told once, with that attempt's context. */
-  started(context: unknown): void;
-  /** A 1xx response of an attempt. */
-  informational(status: number, headers: IncomingHttpHeaders, text: string | undefined): void;
-}
-
-/** Hands `error` to the caller's handler; a throw from it has nowhere left to go. */
-export function deliverError(handler: Handler, controller: Controller, error: Error): void {
-  try {
-    handler.onResponseError?.(controller, error);
-  } catch {
-    // The handler's own error handler failed: undici would drop this too.
-  }
-}
-
-/**
- * The controller the caller's handler gets, one for the whole logical
- * request: before a response is handed over its abort ends the request
- * (`aborting`, the owner's); after, it drives the attempt handed over.
- */
-export class CallerController implements Controller {
-  #aborted = false;
-  #paused = false;
-  #reason: Error | null = null;
-  readonly #aborting: (reason: Error) => void;
-  /** The attempt handed over, once there is one. */
-  attempt: Attempt | undefined;
-
-  constructor(aborting: (reason: Error) => void) {
-    this.#aborting = aborting;
-  }
-
-  get aborted(): boolean {
-    return this.#aborted;
-  }
-
-  get paused(): boolean {
-    return this.#paused;
-  }
-
-  get reason(): Error | null {
-    return this.#reason;
-  }
-
-  /** The response's raw headers as undici read them (undici 7), for a caller on the legacy API. */
-  get rawHeaders(): Buffer[] | null {
-    return this.attempt?.rawHeaders ?? null;
-  }
-
-  /** The same for the trailers, once the body has ended. */
-  get rawTrailers(): Buffer[] | null {
-    return this.attempt?.rawTrailers ?? null;
-  }
-
-  abort(reason: Error): void {
-    if (this.#aborted) return;
-    this.#aborted = true;
-    this.#reason = reason ?? new Error('The request was aborted');
-    if (this.attempt !== undefined) this.attempt.callerAbort(this.#reason);
-    else this.#aborting(this.#reason);
-  }
-
-  pause(): void {
-    this.#paused = true;
-    this.attempt?.pauseSocket();
-  }
-
-  resume(): void {
-    if (!this.#paused) return;
-    this.#paused = false;
-    this.attempt?.flush();
-  }
-}
-
-/** Reads the raw headers off undici 7's `UnwrapController` (undici 8's carries none). */
-function rawOf(controller: Controller, which: 'rawHeaders' | 'rawTrailers'): Buffer[] | undefined {
-  return (controller as { [k in typeof which]?: Buffer[] | null })[which] ?? undefined;
-}
-
-export class Attempt implements Handler, Probe, Caller {
+export class Attempt extends ResponseHead implements Handler, Probe, Caller {
   status = 0;
   statusText: string | undefined;
-  headers: IncomingHttpHeaders = NO_HEADERS;
-  /** undici's raw headers and trailers, where its controller carries them (undici 7). */
-  rawHeaders: Buffer[] | undefined;
+  /** undici's raw trailers, where its controller carries them (undici 7). */
   rawTrailers: Buffer[] | undefined;
   // Where it went out (stale.ts).
   socket: Probe['socket'];
@@ -146,6 +62,7 @@ export class Attempt implements Handler, Probe, Caller {
   #failed = false;
 
   constructor(owner?: Caller) {
+    super();
     this.#owner = owner;
   }
 
@@ -179,7 +96,8 @@ export class Attempt implements Handler, Probe, Caller {
   }
 
   /**
-   * Dispatches this attempt; a synchronous throw is its failure. A request
+   * Dispatches this attempt on undici's native handler API (native.ts); a
+   * synchronous throw is its failure. A request
    * that may not be sent twice (`once`: not replayable) goes after the next
    * poll, so that it is never written on a connection whose close had
    * already arrived (stale.ts, `afterNextPoll`); an abort asked for in the
@@ -201,7 +119,7 @@ export class Attempt implements Handler, Probe, Caller {
       return;
     }
     try {
-      dispatch(opts, this);
+      dispatch(opts, LEGACY_NATIVE ? (new LegacyLink(this) as never) : this);
     } catch (error) {
       this.onResponseError(undefined, error as Error);
     }
@@ -236,16 +154,30 @@ export class Attempt implements Handler, Probe, Caller {
     headers: IncomingHttpHeaders,
     statusMessage?: string,
   ): void {
+    this.#start(controller, statusCode, headers ?? NO_HEADERS, undefined, statusMessage);
+  }
+
+  /** The response's start with undici's raw headers, parsed only if read whole (native.ts). */
+  rawResponseStart(controller: Controller, status: number, raw: Buffer[], text?: string): void {
+    this.#start(controller, status, undefined, raw, text);
+  }
+
+  #start(
+    c: Controller,
+    status: number,
+    headers: IncomingHttpHeaders | undefined,
+    raw: Buffer[] | undefined,
+    text: string | undefined,
+  ): void {
     if (this.phase !== 'sent') return;
-    if (statusCode < 200) {
-      this.informational(statusCode, headers, statusMessage);
+    this.setHead(headers, raw ?? rawOf(c, 'rawHeaders'));
+    if (status < 200) {
+      this.informational(status, this.headers, text);
       return;
     }
-    this.controller = controller;
-    this.status = statusCode;
-    this.headers = headers ?? NO_HEADERS;
-    this.statusText = statusMessage;
-    this.rawHeaders = rawOf(controller, 'rawHeaders');
+    this.controller = c;
+    this.status = status;
+    this.statusText = text;
     this.phase = 'wait';
     this.responded();
   }
@@ -369,7 +301,14 @@ export class Attempt implements Handler, Probe, Caller {
     controller.attempt = this;
     this.phase = 'forward';
     try {
-      handler.onResponseStart?.(controller, this.status, this.headers, this.statusText);
+      // A legacy caller takes the raw headers (legacy.ts): not parsed for it.
+      const raw = handler instanceof LegacyCaller && this.rawHeaders !== undefined;
+      handler.onResponseStart?.(
+        controller,
+        this.status,
+        raw ? NO_HEADERS : this.headers,
+        this.statusText,
+      );
     } catch (error) {
       this.fail(error);
       return;

@@ -6,7 +6,6 @@
  * and staunch/undici's `createFetch`.
  */
 import { randomUUID } from 'node:crypto';
-import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { DeadlineHeader } from '../deadline-header.js';
 import { deadlineValue, type ResolvedDeadlineHeader } from '../deadline-header.js';
@@ -29,7 +28,9 @@ import {
   upperMethod,
 } from '../request-options.js';
 import { errorCode } from '../retry/classify.js';
-import { Attempt, type Caller } from './attempt.js';
+import type { HeaderSource } from '../retry/server-delay.js';
+import { Attempt } from './attempt.js';
+import type { Caller } from './caller.js';
 import type { UndiciRuntime } from './client.js';
 import { hasHeader, headerPairs, withHeader } from './headers.js';
 import { KeptBody, keepBody } from './kept-body.js';
@@ -93,6 +94,7 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   readonly #caller: Caller;
   /** The header that carries each attempt's time left: none when the caller set it. */
   readonly #deadline: ResolvedDeadlineHeader | undefined;
+  readonly #rawReads: boolean;
 
   // Positional, not an object of fields: one allocation fewer on every request.
   constructor(
@@ -106,6 +108,7 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     signal: AbortSignal,
     settings: RequestSettings,
     keyHeader: string,
+    rawReads: boolean,
   ) {
     this.#dispatch = dispatch;
     this.#opts = opts;
@@ -124,6 +127,7 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
       deadline === undefined || hasHeader(opts.headers, deadline.lower) ? undefined : deadline;
     const fixed = this.resendable === always && !(opts.body instanceof KeptBody);
     this.hedge = fixed ? settings.hedge : undefined;
+    this.#rawReads = rawReads;
   }
 
   /**
@@ -177,8 +181,10 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     return attempt.status;
   }
 
-  headers(attempt: Attempt): IncomingHttpHeaders {
-    return attempt.headers;
+  headers(attempt: Attempt): HeaderSource {
+    // A success's headers are read from the raw ones unless a `pacing` reader of the
+    // caller's takes them (it gets the parsed record, as a failure's readers do).
+    return this.#rawReads && attempt.unparsed && attempt.status < 400 ? attempt : attempt.headers;
   }
 
   discard(attempt: Attempt, stop: Promise<unknown>): Promise<void> {
@@ -243,6 +249,7 @@ export function prepare(
     signal,
     settings,
     header,
+    client.rawPacing,
   );
 }
 

@@ -24,6 +24,8 @@ export interface UndiciRuntime extends Runtime {
    * `createAgent`'s `bodyReplayLimit`; 0 for the interceptor.
    */
   readonly bodyReplayLimit: number;
+  /** No `pacing` reader of the caller's: a success's headers may be read raw (call.ts). */
+  readonly rawPacing: boolean;
 }
 
 /**
@@ -35,5 +37,5 @@ export function resolveUndiciRuntime(options: unknown, label: string): UndiciRun
     options === undefined ? {} : checkObject(label, options, CLIENT_KEYS)
   ) as ClientOptions;
   const runtime = resolveRuntime(o, (on) => withChannels(on, true));
-  return Object.freeze({ ...runtime, bodyReplayLimit: 0 });
+  return Object.freeze({ ...runtime, bodyReplayLimit: 0, rawPacing: o.pacing === undefined });
 }

@@ -14,8 +14,9 @@ import type { FirstSink, FirstTicket, Outcome } from '../executor/index.js';
 import { noop } from '../internal/clock.js';
 import { type Deadline, startSteadyDeadline } from '../internal/deadlines.js';
 import { AbortToken } from '../internal/token.js';
-import { Attempt, type Caller, CallerController, deliverError } from './attempt.js';
+import { Attempt } from './attempt.js';
 import { type DispatchCall, prepare, surface } from './call.js';
+import { type Caller, CallerController, deliverError } from './caller.js';
 import type { UndiciRuntime } from './client.js';
 
 type Handler = Dispatcher.DispatchHandler;

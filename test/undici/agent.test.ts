@@ -6,7 +6,7 @@ import { createAgent, retryInterceptor } from '../../src/undici/index.js';
 import { AbortToken } from '../../src/undici/token.js';
 import { fakeClock } from '../helpers/clock.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
-import { closeAfterEach, rejection } from './support.js';
+import { closeAfterEach, dispatchCurrent, rejection } from './support.js';
 
 const open = closeAfterEach();
 const fast = { attempts: 3, backoff: constantBackoff(0) };
@@ -209,32 +209,8 @@ describe('a success read raw (undici 7: no header parsed for a legacy caller bef
       res.end('b');
     });
     const agent = open.add(createAgent());
-    const url = new URL(server.url);
-    const got = await new Promise<{ headers: unknown; body: string; trailers: unknown }>(
-      (resolve, reject) => {
-        let headers: unknown;
-        let body = '';
-        agent.dispatch(
-          { origin: url.origin, path: '/', method: 'GET' },
-          {
-            onRequestStart() {},
-            onResponseStart(_c, _status, h) {
-              headers = h;
-            },
-            onResponseData(_c, chunk) {
-              body += chunk.toString();
-            },
-            onResponseEnd(_c, trailers) {
-              resolve({ headers, body, trailers });
-            },
-            onResponseError(_c, error) {
-              reject(error);
-            },
-          },
-        );
-      },
-    );
-    expect((got.headers as Record<string, unknown>)['x-one']).toBe('v');
+    const got = await dispatchCurrent(agent, server.url);
+    expect(got.headers['x-one']).toBe('v');
     expect(got.body).toBe('ab');
     expect(got.trailers).toEqual({ 'x-sum': '42' });
   });

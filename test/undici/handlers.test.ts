@@ -4,13 +4,13 @@
  * staunch agent. Each compares against a bare undici `Agent` on the same
  * real server.
  */
-import { Agent, type Dispatcher, interceptors, request } from 'undici';
+import { Agent, Dispatcher, interceptors, request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { constantBackoff } from '../../src/retry/backoff.js';
 import { createAgent, retryInterceptor } from '../../src/undici/index.js';
 import { fakeClock, until } from '../helpers/clock.js';
 import { httpServer, type TestServer } from '../helpers/server.js';
-import { closeAfterEach, rejection } from './support.js';
+import { closeAfterEach, dispatchCurrent, rejection } from './support.js';
 
 const open = closeAfterEach();
 const fast = { attempts: 3, backoff: constantBackoff(0) };
@@ -151,6 +151,46 @@ describe("attempt 1's end is heard once", () => {
       // Attempt 1's deadline, the backoff, attempt 2's deadline.
       expect(clock.sleeps).toEqual([5_000, 100, 5_000]);
       expect(server.received).toHaveLength(2);
+    });
+  }
+});
+
+describe("attempts reach undici on its dispatchers' native handler API", () => {
+  // undici 7's dispatchers convert a current-API handler to the legacy API (and parse its
+  // headers once more); undici 8's run the current API. Which API the staunch layer hands
+  // the dispatcher below it, for a caller on either API.
+  const major = process.env.STAUNCH_UNDICI ?? '7';
+  const native = major === '7' ? 'legacy' : 'current';
+
+  for (const caller of ['undici.request', 'a current-API handler'] as const) {
+    it(`undici ${major}: retryInterceptor hands the Agent a ${native} handler (${caller})`, async () => {
+      const server = await serve((_req, res) => {
+        res.setHeader('x-one', '1');
+        res.end('ok');
+      });
+      const agent = open.add(new Agent());
+      const apis: string[] = [];
+      class Recording extends Dispatcher {
+        override dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) {
+          const legacy = typeof (handler as { onHeaders?: unknown }).onHeaders === 'function';
+          apis.push(
+            typeof handler.onRequestStart === 'function' ? 'current' : legacy ? 'legacy' : '?',
+          );
+          return agent.dispatch(opts, handler);
+        }
+      }
+      const dispatcher = new Recording().compose(retryInterceptor({ retry: fast }));
+      let got: { status: number; header: unknown; body: string };
+      if (caller === 'undici.request') {
+        const res = await request(server.url, { dispatcher });
+        got = { status: res.statusCode, header: res.headers['x-one'], body: await res.body.text() };
+      } else {
+        const { status, headers, body } = await dispatchCurrent(dispatcher, server.url);
+        got = { status, header: headers['x-one'], body };
+      }
+      expect(got).toEqual({ status: 200, header: '1', body: 'ok' });
+      expect(apis).toEqual([native]);
+      expect(server.received).toHaveLength(1);
     });
   }
 });

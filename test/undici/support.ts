@@ -6,6 +6,7 @@ import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import type { Dispatcher } from 'undici';
 import type { StaunchListeners } from '../../src/events.js';
 
 /** One request as a raw peer parsed it. */
@@ -261,4 +262,41 @@ export async function rejection(promise: Promise<unknown>): Promise<unknown> {
 }
 
 // Teardown lives in test/helpers, shared by every suite.
+/** What a caller on undici's current handler API got: status, parsed headers, body, trailers. */
+export interface CurrentApiResult {
+  status: number;
+  headers: Record<string, unknown>;
+  body: string;
+  trailers: unknown;
+}
+
+/** Dispatches a `GET` of `url` to `dispatcher` with a handler on undici's current API. */
+export function dispatchCurrent(dispatcher: Dispatcher, url: string): Promise<CurrentApiResult> {
+  const { origin, pathname } = new URL(url);
+  return new Promise((resolve, reject) => {
+    let status = 0;
+    let headers: Record<string, unknown> = {};
+    let body = '';
+    dispatcher.dispatch(
+      { origin, path: pathname, method: 'GET' },
+      {
+        onRequestStart() {},
+        onResponseStart(_c, statusCode, h) {
+          status = statusCode;
+          headers = h as Record<string, unknown>;
+        },
+        onResponseData(_c, chunk) {
+          body += chunk.toString();
+        },
+        onResponseEnd(_c, trailers) {
+          resolve({ status, headers, body, trailers });
+        },
+        onResponseError(_c, error) {
+          reject(error);
+        },
+      },
+    );
+  });
+}
+
 export { closeAfterEach } from '../helpers/teardown.js';

@@ -1,0 +1,212 @@
+/**
+ * The handler API undici's `Agent` speaks natively, and the link that lets
+ * an {@link Attempt} speak it. undici 7's dispatchers run every request on
+ * the legacy API (`onConnect`, `onHeaders`, `onData`, `onComplete`,
+ * `onError`): a handler on the current API is converted on its way in
+ * (`UnwrapHandler`, with an `UnwrapController` and a `parseHeaders` of the
+ * headers and of the trailers for each request). undici 8 runs the current
+ * API. An attempt is dispatched on the native one: itself on undici 8, a
+ * {@link LegacyLink} in front of it on undici 7, which is both undici's
+ * legacy handler and the attempt's controller (one object where undici's
+ * conversion makes two) and keeps the response headers raw.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Dispatcher } from 'undici';
+import * as undici from 'undici';
+import type { Attempt } from './attempt.js';
+import { isNewApi, type LegacyHandler } from './legacy.js';
+
+type Controller = Dispatcher.DispatchController;
+
+const NO_TRAILERS: IncomingHttpHeaders = Object.freeze({});
+const NO_HEADERS = NO_TRAILERS;
+
+/**
+ * A response's head as an attempt keeps it: the headers parsed, or only
+ * undici's raw ones (a {@link LegacyLink}'s), parsed when first read whole.
+ * Until then `get` and `hasQuotaHeaders` read the raw ones: the executor
+ * reads a success's headers through them (call.ts), without parsing.
+ */
+export class ResponseHead {
+  /** undici's raw headers, where it gave them (undici 7). */
+  rawHeaders: Buffer[] | undefined;
+  #headers: IncomingHttpHeaders | undefined = NO_HEADERS;
+
+  protected setHead(headers: IncomingHttpHeaders | undefined, raw: Buffer[] | undefined): void {
+    this.#headers = headers;
+    this.rawHeaders = raw;
+  }
+
+  get headers(): IncomingHttpHeaders {
+    this.#headers ??=
+      this.rawHeaders === undefined
+        ? NO_HEADERS
+        : (undici.util.parseHeaders(this.rawHeaders) as IncomingHttpHeaders);
+    return this.#headers;
+  }
+
+  /** The headers are still only raw. */
+  get unparsed(): boolean {
+    return this.#headers === undefined;
+  }
+
+  /** One header, from the raw headers (server-delay.ts reads a source with `get`). */
+  get(name: string): string | undefined {
+    return rawHeader(this.rawHeaders ?? [], name);
+  }
+
+  hasQuotaHeaders(): boolean {
+    return hasQuotaRaw(this.rawHeaders ?? []);
+  }
+}
+
+/**
+ * Whether undici's `Agent` converts a current-API handler to the legacy API
+ * before its connections see it (undici 7), found once by dispatching a
+ * probe through an `Agent` whose origin's dispatcher only records the
+ * handler it gets: no connection is made.
+ */
+export const LEGACY_NATIVE: boolean = (() => {
+  let seen: unknown;
+  class Recorder extends undici.Dispatcher {
+    override dispatch(_opts: unknown, handler: unknown): boolean {
+      seen = handler;
+      return true;
+    }
+  }
+  const probe: Dispatcher.DispatchHandler = { onRequestStart() {}, onResponseError() {} };
+  try {
+    const agent = new undici.Agent({ factory: () => new Recorder() as never });
+    agent.dispatch({ origin: 'http://127.0.0.1', path: '/', method: 'GET' }, probe);
+  } catch {
+    return false;
+  }
+  return (
+    typeof seen === 'object' &&
+    seen !== null &&
+    seen !== probe &&
+    !isNewApi(seen) &&
+    typeof (seen as LegacyHandler).onHeaders === 'function'
+  );
+})();
+
+/**
+ * An attempt as undici 7's connections call it, and the controller the
+ * attempt drives that dispatch with (`abort`, `pause`, `resume`), with the
+ * raw headers undici read.
+ */
+export class LegacyLink implements LegacyHandler, Controller {
+  readonly #attempt: Attempt;
+  #abort: ((reason?: Error) => void) | undefined;
+  #resume: (() => void) | undefined;
+  // The controller's state, plain fields: only the attempt holds this link.
+  paused = false;
+  aborted = false;
+  reason: Error | null = null;
+  rawHeaders: Buffer[] | null = null;
+  rawTrailers: Buffer[] | null = null;
+
+  constructor(attempt: Attempt) {
+    this.#attempt = attempt;
+  }
+
+  // The controller.
+
+  abort(reason: Error): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.#abort?.(reason);
+  }
+
+  pause(): void {
+    this.paused = true;
+  }
+
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.#resume?.();
+  }
+
+  // The legacy handler.
+
+  onConnect(abort: (reason?: Error) => void, context?: unknown): void {
+    this.#abort = abort;
+    this.#attempt.onRequestStart(this, context);
+  }
+
+  onHeaders(
+    statusCode: number,
+    rawHeaders: Buffer[],
+    resume: () => void,
+    statusText?: string,
+  ): boolean {
+    this.#resume = resume;
+    this.rawHeaders = rawHeaders;
+    // Not parsed here: the attempt parses them if someone reads them whole (ResponseHead).
+    this.#attempt.rawResponseStart(this, statusCode, rawHeaders, statusText);
+    return !this.paused;
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.#attempt.onResponseData(this, chunk);
+    return !this.paused;
+  }
+
+  onComplete(rawTrailers: Buffer[] | null): void {
+    this.rawTrailers = rawTrailers;
+    // Trailers are rare: parsed only when there are some.
+    const trailers =
+      rawTrailers === null || rawTrailers.length === 0
+        ? NO_TRAILERS
+        : (undici.util.parseHeaders(rawTrailers) as IncomingHttpHeaders);
+    this.#attempt.onResponseEnd(this, trailers);
+  }
+
+  onError(error: Error): void {
+    this.#attempt.onResponseError(this, error);
+  }
+}
+
+/** Reads the raw headers off undici 7's controllers (undici 8's carry none). */
+export function rawOf(
+  controller: Controller,
+  which: 'rawHeaders' | 'rawTrailers',
+): Buffer[] | undefined {
+  return (controller as { [k in typeof which]?: Buffer[] | null })[which] ?? undefined;
+}
+
+/**
+ * One response header (`name` in lower case) of undici's raw headers,
+ * without parsing them all; repeated ones joined with `, `, as `readHeader`
+ * (server-delay.ts) does for a record.
+ */
+export function rawHeader(raw: readonly Buffer[], name: string): string | undefined {
+  let found: string | undefined;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const key = raw[i]!;
+    if (key.length !== name.length || key.toString('latin1').toLowerCase() !== name) continue;
+    const v = raw[i + 1] as Buffer | Buffer[] | string;
+    const value =
+      typeof v === 'string'
+        ? v
+        : Array.isArray(v)
+          ? v.map((x) => x.toString('latin1')).join(', ')
+          : v.toString('latin1');
+    found = found === undefined ? value : `${found}, ${value}`;
+  }
+  return found;
+}
+
+/** Whether raw headers carry a quota header (`hasQuotaHeaders`, server-delay.ts): one pass. */
+export function hasQuotaRaw(raw: readonly Buffer[]): boolean {
+  for (let i = 0; i < raw.length; i += 2) {
+    const n = raw[i]!.length;
+    if (n !== 9 && n !== 19 && n !== 21) continue;
+    const name = raw[i]!.toString('latin1').toLowerCase();
+    if (name === 'ratelimit' || name === 'ratelimit-remaining' || name === 'x-ratelimit-remaining')
+      return true;
+  }
+  return false;
+}
