@@ -6,10 +6,18 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
-import type { Attempt } from './attempt.js';
 
 type Controller = Dispatcher.DispatchController;
 type Handler = Dispatcher.DispatchHandler;
+
+/** What the caller's controller drives of the attempt handed over (attempt.ts). */
+export interface HandedOver {
+  readonly rawHeaders: Buffer[] | null | undefined;
+  readonly rawTrailers: Buffer[] | null | undefined;
+  callerAbort(reason: Error): void;
+  pauseSocket(): void;
+  flush(): void;
+}
 
 /**
  * The caller's side of one logical request, as each attempt reaches it:
@@ -43,7 +51,7 @@ export class CallerController implements Controller {
   #reason: Error | null = null;
   readonly #aborting: (reason: Error) => void;
   /** The attempt handed over, once there is one. */
-  attempt: Attempt | undefined;
+  attempt: HandedOver | undefined;
 
   constructor(aborting: (reason: Error) => void) {
     this.#aborting = aborting;

@@ -1,6 +1,6 @@
 /**
  * The handler API undici's `Agent` speaks natively, and the link that lets
- * an {@link Attempt} speak it. undici 7's dispatchers run every request on
+ * an attempt (attempt.ts) speak it. undici 7's dispatchers run every request on
  * the legacy API (`onConnect`, `onHeaders`, `onData`, `onComplete`,
  * `onError`): a handler on the current API is converted on its way in
  * (`UnwrapHandler`, with an `UnwrapController` and a `parseHeaders` of the
@@ -13,7 +13,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import * as undici from 'undici';
-import type { Attempt } from './attempt.js';
 import { isNewApi, type LegacyHandler } from './legacy.js';
 
 type Controller = Dispatcher.DispatchController;
@@ -95,8 +94,17 @@ export const LEGACY_NATIVE: boolean = (() => {
  * attempt drives that dispatch with (`abort`, `pause`, `resume`), with the
  * raw headers undici read.
  */
+/** What a {@link LegacyLink} calls of its attempt (attempt.ts): undici's current API, and raw headers. */
+export interface LinkedAttempt {
+  onRequestStart(controller: Controller, context: unknown): void;
+  rawResponseStart(controller: Controller, status: number, raw: Buffer[], text?: string): void;
+  onResponseData(controller: Controller, chunk: Buffer): void;
+  onResponseEnd(controller: Controller, trailers: IncomingHttpHeaders): void;
+  onResponseError(controller: Controller | undefined, error: Error): void;
+}
+
 export class LegacyLink implements LegacyHandler, Controller {
-  readonly #attempt: Attempt;
+  readonly #attempt: LinkedAttempt;
   #abort: ((reason?: Error) => void) | undefined;
   #resume: (() => void) | undefined;
   // The controller's state, plain fields: only the attempt holds this link.
@@ -106,7 +114,7 @@ export class LegacyLink implements LegacyHandler, Controller {
   rawHeaders: Buffer[] | null = null;
   rawTrailers: Buffer[] | null = null;
 
-  constructor(attempt: Attempt) {
+  constructor(attempt: LinkedAttempt) {
     this.#attempt = attempt;
   }
 
