@@ -26,7 +26,7 @@ import type { Exchange, FirstTicket, LogicalRequest, Outcome } from '../request.
 import { classifyError, errorCode, isInvalidRequest, replayedBy } from '../retry/classify.js';
 import type { Failure } from './types.js';
 
-/** One attempt's own state, kept while several are in flight (executor/hedge.ts). */
+/** One attempt's own state, kept while several are in flight (policy/hedge/round.ts). */
 export interface AttemptState {
   readonly attempt: number;
   readonly gate: Gate;
@@ -51,7 +51,7 @@ export class Flight<R> implements AdmitContext, FirstTicket {
   started = 0;
   limit: number = Number.POSITIVE_INFINITY;
   scope: DeadlineScope = 'total';
-  /** The attempt under way is a hedge (executor/hedge.ts). */
+  /** The attempt under way is a hedge (policy/hedge/round.ts). */
   hedge = false;
   /** Hedges sent; the attempt whose response ended the last hedged round, if one did. */
   hedges = 0;

@@ -5,12 +5,12 @@
  */
 import type { DeadlineExceededError } from '../errors.js';
 import { admit, type Gate, OPEN_GATE } from '../policy/gate.js';
-import { LatencyTracker } from '../policy/hedge.js';
+import { LatencyTracker } from '../policy/hedge/latency.js';
+import { hedged } from '../policy/hedge/round.js';
 import { isPromiseLike } from '../policy/store-call.js';
 import type { Exchange, FirstSink, FirstTicket, LogicalRequest, Outcome } from '../request.js';
 import { responsePacing } from '../retry/server-delay.js';
 import { Flight } from './flight.js';
-import { hedgeAfter, hedged } from './hedge.js';
 import { learn } from './learn.js';
 import { race } from './race.js';
 import type { ExecutorOptions, Failure, Lesson, Setup } from './types.js';
@@ -119,13 +119,12 @@ export class Executor {
           admitting = undefined;
           const gate = isPromiseLike(admitted) ? await admitted : admitted;
           flight.leave(gate, setup.clock.now());
-          const delay = flight.request.hedge === undefined ? undefined : hedgeAfter(setup, flight);
           let outcome: Outcome<R>;
           let lesson: Lesson | undefined;
-          if (delay === undefined) {
+          if (flight.request.hedge === undefined) {
             outcome = await race(flight);
             lesson = learn(setup, flight, outcome);
-          } else ({ outcome, lesson } = await hedged(setup, flight, delay));
+          } else ({ outcome, lesson } = await hedged(setup, flight));
           if (lesson === undefined)
             return flight.handOver(outcome as Extract<Outcome<R>, { ok: true }>);
           failed = { outcome, lesson };

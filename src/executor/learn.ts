@@ -48,7 +48,7 @@ function fromResponse<R>(setup: Setup, flight: Flight<R>, response: R, done: num
     feedback(policies, flight.key, flight.gate, { status, pacing, sentAt: started }, done);
   }
   if (refined === undefined) {
-    // What `hedge.delay: 'auto'` reads (policy/hedge.ts): the time to headers of a success.
+    // What `hedge.delay: 'auto'` reads (policy/hedge/latency.ts): the time to headers of a success.
     if (request.hedge?.delay === 'auto') setup.latency.record(flight.key, done - started);
     return undefined;
   }

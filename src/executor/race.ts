@@ -15,7 +15,7 @@ export function race<R>(flight: Flight<R>): Promise<Outcome<R>> {
   return new Promise((resolve) => new Race(flight, resolve).start());
 }
 
-/** {@link race}, and how to abort that attempt alone (a hedge's loser: executor/hedge.ts). */
+/** {@link race}, and how to abort that attempt alone (a hedge's loser: policy/hedge/round.ts). */
 export function raceAbortable<R>(
   flight: Flight<R>,
   settle: (outcome: Outcome<R>) => void,

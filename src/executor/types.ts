@@ -1,7 +1,7 @@
 /** What the executor's parts share: its settings, what an attempt taught. Types only. */
 import type { StaunchListeners } from '../events.js';
 import type { Clock, Random } from '../internal/clock.js';
-import type { LatencyTracker } from '../policy/hedge.js';
+import type { LatencyTracker } from '../policy/hedge/latency.js';
 import type { Policies } from '../policy/policies.js';
 import type { Outcome } from '../request.js';
 import type { StatusClassifier } from '../retry/classify.js';

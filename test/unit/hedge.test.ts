@@ -2,12 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { createFetch } from '../../src/index.js';
 import { DEFAULT_HEDGE, resolveHedgeOptions } from '../../src/options.js';
-import {
-  HEDGE_MIN_SAMPLES,
-  HEDGE_ROUNDS,
-  hedgeDelay,
-  LatencyTracker,
-} from '../../src/policy/hedge.js';
+import { hedgeDelay } from '../../src/policy/hedge/admit.js';
+import { HEDGE_MIN_SAMPLES, HEDGE_ROUNDS, LatencyTracker } from '../../src/policy/hedge/latency.js';
 
 describe('hedge options', () => {
   it('resolves the defaults, false to none, and a request over the client', () => {

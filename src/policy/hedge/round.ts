@@ -1,23 +1,23 @@
 /**
  * A hedged round (docs/hedging.md): the attempt that left, and while none has
  * answered, a hedge of it every `delay` ms, `hedge.max` of them at most beside
- * it, each admitted without waiting (policy/hedge.ts). The first response to
+ * it, each admitted without waiting (`admit.ts`). The first response to
  * hand back wins and the others are aborted. A final outcome (one the retry
  * table does not retry) ends the round too; a failure worth a retry while a
  * sibling is in flight waits for that sibling, and the round's failure is the
  * last one.
  */
-import { type AttemptEvent, emit } from '../events.js';
-import { noop } from '../internal/clock.js';
-import { feedback } from '../policy/gate.js';
-import { admitHedge, hedgeDelay } from '../policy/hedge.js';
-import type { Outcome } from '../request.js';
-import { errorCode } from '../retry/classify.js';
-import type { AttemptState, Flight } from './flight.js';
-import { learn } from './learn.js';
-import { raceAbortable } from './race.js';
-import type { Lesson, Setup } from './types.js';
-import { next } from './wait.js';
+import { type AttemptEvent, emit } from '../../events.js';
+import type { AttemptState, Flight } from '../../executor/flight.js';
+import { learn } from '../../executor/learn.js';
+import { race, raceAbortable } from '../../executor/race.js';
+import type { Lesson, Setup } from '../../executor/types.js';
+import { next } from '../../executor/wait.js';
+import { noop } from '../../internal/clock.js';
+import type { Outcome } from '../../request.js';
+import { errorCode } from '../../retry/classify.js';
+import { feedback } from '../gate.js';
+import { admitHedge, hedgeDelay } from './admit.js';
 
 /** How a round ended: a response to hand back (`lesson` undefined), or the failure to decide on. */
 export interface Round<R> {
@@ -29,21 +29,23 @@ export interface Round<R> {
 const LOST = new Error('staunch: another hedged attempt won');
 
 /**
- * ms to wait before hedging the attempt that just left `flight`, or
- * `undefined`: no hedge this round (no `hedge` option, a request neither
- * idempotent nor keyed, no attempt left for one, too few latency samples, a
- * delay past the attempt's own deadline).
+ * The round of the attempt that just left `flight`: hedged after the delay
+ * (a fixed one, or the key's latency percentile), or that attempt alone when
+ * there is no hedge this round (a request neither idempotent nor keyed, no
+ * attempt left for one, too few latency samples, a delay past the attempt's
+ * own deadline).
  */
-export function hedgeAfter(setup: Setup, flight: Flight<unknown>): number | undefined {
+export async function hedged<R>(setup: Setup, flight: Flight<R>): Promise<Round<R>> {
   const { hedge, replayable, retry } = flight.request;
   flight.won = undefined;
-  if (hedge === undefined || !replayable || flight.sent >= retry.attempts) return undefined;
-  const delay = hedgeDelay(hedge, setup.latency, flight.key);
-  return delay !== undefined && delay < flight.limit ? delay : undefined;
-}
-
-/** Runs the round of the attempt that just left `flight`, hedging it after `delay` ms. */
-export function hedged<R>(setup: Setup, flight: Flight<R>, delay: number): Promise<Round<R>> {
+  const delay =
+    !replayable || flight.sent >= retry.attempts
+      ? undefined
+      : hedgeDelay(hedge!, setup.latency, flight.key);
+  if (delay === undefined || !(delay < flight.limit)) {
+    const outcome = await race(flight);
+    return { outcome, lesson: learn(setup, flight, outcome) };
+  }
   return new Promise((resolve, reject) => {
     new Hedging(setup, flight, delay, resolve, reject).start();
   });
