@@ -193,8 +193,8 @@ export function deadlineExceeded(
 }
 
 /**
- * The transport's failure `cause` ended `method url` after `attempts`:
- * `detail` is its code or message; `maybeSent` is said in the message, since
+ * The transport's failure `cause` ended `method url` after `attempts`: the
+ * message says its `code`, or else its message; `maybeSent` is said too, since
  * it is what a caller must know before sending the request again.
  */
 export function networkFailure(
@@ -202,9 +202,10 @@ export function networkFailure(
   url: string,
   attempts: number,
   cause: unknown,
-  detail: string,
+  code: string | undefined,
   maybeSent: boolean,
 ): NetworkError {
+  const detail = code ?? (cause instanceof Error ? cause.message : String(cause));
   const times = attempts === 1 ? '1 attempt' : `${attempts} attempts`;
   const sent = maybeSent ? ' (the request may have been sent)' : '';
   return new NetworkError(`${method} ${url} failed after ${times}: ${detail}${sent}`, maybeSent, {
@@ -213,6 +214,16 @@ export function networkFailure(
     attempts,
     cause,
   });
+}
+
+/** A keyed `method url` was answered 422 after `attempts`: its key was used before with another payload. */
+export function idempotencyKeyMismatch(
+  method: string,
+  url: string,
+  attempts: number,
+): IdempotencyKeyMismatchError {
+  const message = `${method} ${url}: 422, the idempotency key was used before with another payload; a new payload needs a new key`;
+  return new IdempotencyKeyMismatchError(message, { method, url, attempts });
 }
 
 // `name` lives on each prototype as a plain writable value (not a getter), so

@@ -1,22 +1,23 @@
 /**
  * One logical request on its way: what its attempts share, in one object that
- * is also the policies' admission context and an adapter's ticket for
- * attempt 1. Its end is said here, once: `giveUp` if it gave up, then `end`.
+ * is also the policies' admission context, its own attempt under way (a hedge
+ * is one of its own) and an adapter's ticket for attempt 1. How each attempt
+ * ended is said here, and the request's end, once: `giveUp` if it gave up, then `end`.
  */
 import {
   DeadlineExceededError,
   type DeadlineScope,
   deadlineExceeded,
-  IdempotencyKeyMismatchError,
+  idempotencyKeyMismatch,
   networkFailure,
   type StaunchErrorOptions,
 } from '../errors.js';
 import {
+  type AttemptEvent,
   defined,
   emit,
   type GiveUpEvent,
   type GiveUpReason,
-  type StaunchListeners,
   type WaitReason,
 } from '../events.js';
 import { type Clock, noop } from '../internal/clock.js';
@@ -24,19 +25,11 @@ import { redactUrl, scrubbedCause, scrubError } from '../internal/redact.js';
 import { type AdmitContext, type Gate, OPEN_GATE } from '../policy/gate.js';
 import type { Exchange, FirstTicket, LogicalRequest, Outcome } from '../request.js';
 import { classifyError, errorCode, isInvalidRequest, replayedBy } from '../retry/classify.js';
-import type { Failure } from './types.js';
+import type { Failure, Sent, Setup } from './types.js';
 
-/** One attempt's own state, kept while several are in flight (policy/hedge/round.ts). */
-export interface AttemptState {
-  readonly attempt: number;
-  readonly gate: Gate;
-  readonly started: number;
-  readonly limit: number;
-  readonly scope: DeadlineScope;
-  readonly hedge: boolean;
-}
+type Fields<E> = { [K in keyof E]?: E[K] | undefined };
 
-export class Flight<R> implements AdmitContext, FirstTicket {
+export class Flight<R> implements AdmitContext, FirstTicket, Sent {
   /** Clock times the request began, and its total deadline expires. */
   readonly began: number;
   readonly deadline: number;
@@ -51,23 +44,25 @@ export class Flight<R> implements AdmitContext, FirstTicket {
   started = 0;
   limit: number = Number.POSITIVE_INFINITY;
   scope: DeadlineScope = 'total';
-  /** The attempt under way is a hedge (policy/hedge/round.ts). */
-  hedge = false;
-  /** Hedges sent; the attempt whose response ended the last hedged round, if one did. */
+  /** Hedges sent (policy/hedge/round.ts); the attempt whose response ended the last round. */
   hedges = 0;
   won: number | undefined;
   #giveUp: GiveUpEvent | undefined;
   #url: string | undefined;
 
   constructor(
+    /** The executor's settings, which its parts read through the flight. */
+    readonly setup: Setup,
     readonly request: LogicalRequest,
     readonly exchange: Exchange<R>,
-    readonly clock: Clock,
-    readonly on: StaunchListeners,
     readonly key: string,
   ) {
-    this.began = clock.now();
+    this.began = setup.clock.now();
     this.deadline = this.began + request.timeout.total;
+  }
+
+  get clock(): Clock {
+    return this.setup.clock;
   }
 
   url(): string {
@@ -78,42 +73,49 @@ export class Flight<R> implements AdmitContext, FirstTicket {
   /**
    * The admitted attempt leaves at `now` with `gate`, if the total deadline
    * has not passed: its own deadline is `timeout.attempt` or what is left.
+   * A hedge leaves beside the attempt under way, as the next attempt: returned.
    */
-  leave(gate: Gate, now: number, hedge = false): void {
+  leave(gate: Gate, now: number, hedge?: true): Sent {
     const remaining = this.deadline - now;
     if (remaining <= 0) {
       gate.release();
       this.giveUp('deadline', this.attempt - 1);
       throw this.expired('total', this.attempt - 1);
     }
-    const { attempt } = this.request.timeout;
-    this.gate = gate;
-    this.started = now;
-    this.sent = this.attempt;
-    this.scope = attempt < remaining ? 'attempt' : 'total';
-    this.limit = Math.min(attempt, remaining);
-    this.hedge = hedge;
-    if (hedge) this.hedges++;
-    if (this.on.attemptStart === undefined) return;
-    const { method } = this.request;
-    const event = { method, url: this.url(), attempt: this.sent };
-    emit(this.on.attemptStart, hedge ? { ...event, hedge } : event);
+    const { timeout } = this.request;
+    const scope = timeout.attempt < remaining ? 'attempt' : 'total';
+    const limit = Math.min(timeout.attempt, remaining);
+    let sent: Sent = this;
+    if (hedge) {
+      sent = { attempt: this.sent + 1, gate, started: now, limit, scope, hedge };
+      this.hedges++;
+    } else {
+      this.gate = gate;
+      this.started = now;
+      this.limit = limit;
+      this.scope = scope;
+    }
+    this.sent = sent.attempt;
+    const { on } = this.setup;
+    if (on.attemptStart === undefined) return sent;
+    const event = { method: this.request.method, url: this.url(), attempt: this.sent };
+    emit(on.attemptStart, hedge ? { ...event, hedge } : event);
+    return sent;
   }
 
-  /** The attempt under way's own state, to {@link resume} it later. */
-  current(): AttemptState {
-    const { attempt, gate, started, limit, scope, hedge } = this;
-    return { attempt, gate, started, limit, scope, hedge };
-  }
-
-  /** Makes `state`'s attempt the one under way again (its outcome is learnt next). */
-  resume(state: AttemptState): void {
-    this.attempt = state.attempt;
-    this.gate = state.gate;
-    this.started = state.started;
-    this.limit = state.limit;
-    this.scope = state.scope;
-    this.hedge = state.hedge;
+  /** Says `attempt`: how `sent` ended, at `done`. */
+  onAttempt(sent: Sent, done: number, how: Fields<AttemptEvent>): void {
+    const listener = this.setup.on.attempt;
+    if (listener === undefined) return;
+    const { attempt, hedge } = sent;
+    emit(listener, {
+      method: this.request.method,
+      url: this.url(),
+      attempt,
+      ...defined(how),
+      ...(hedge && { hedge }),
+      duration: done - sent.started,
+    });
   }
 
   /** The error that ends the attempt under way at its `limit` (or the request, `total`). */
@@ -143,33 +145,34 @@ export class Flight<R> implements AdmitContext, FirstTicket {
   }
 
   onWait(reason: WaitReason, duration: number, attempt: number = this.attempt): void {
-    if (this.on.wait === undefined) return;
-    emit(this.on.wait, { method: this.request.method, url: this.url(), attempt, reason, duration });
+    const listener = this.setup.on.wait;
+    if (listener === undefined) return;
+    emit(listener, { method: this.request.method, url: this.url(), attempt, reason, duration });
   }
 
-  /** The retrying stops at `failed` (`reason`: it gave up): its response back, or its error. */
+  /**
+   * The retrying stops at `failed` (`reason`: it gave up): its response back,
+   * or its error. A keyed 422 may be thrown instead (`mismatch: 'throw'`), its response released.
+   */
   stop({ outcome, lesson }: Failure<R>, reason?: GiveUpReason, delay?: number): R {
+    const { status, code, kind } = lesson;
     if (reason !== undefined) {
-      const { status, code, kind } = lesson;
       this.giveUp(reason, this.attempt, defined({ status, code, kind, delay }));
+    } else if (lesson.mismatch === true && this.setup.mismatch === 'throw') {
+      if (outcome.ok) this.release(outcome);
+      throw idempotencyKeyMismatch(this.request.method, this.url(), this.attempt);
     }
     if (outcome.ok) return this.handOver(outcome);
     throw this.failure(outcome.error);
   }
 
-  /** A keyed 422 ends the request as an error: its response is released, never handed back. */
-  mismatch(outcome: Outcome<R>): IdempotencyKeyMismatchError {
-    if (outcome.ok) {
-      outcome.unlink();
-      this.exchange.discard(outcome.response, Promise.resolve()).catch(noop);
-    }
-    const { method } = this.request;
-    const message = `${method} ${this.url()}: 422, the idempotency key was used before with another payload; a new payload needs a new key`;
-    return new IdempotencyKeyMismatchError(message, {
-      method,
-      url: this.url(),
-      attempts: this.attempt,
-    });
+  /** A response that will not be handed back: unlinked from the caller's signal, drained until `stop`. */
+  release(
+    outcome: Extract<Outcome<R>, { ok: true }>,
+    stop: Promise<unknown> = Promise.resolve(),
+  ): Promise<void> {
+    outcome.unlink();
+    return this.exchange.discard(outcome.response, stop).catch(noop);
   }
 
   /** The response goes back to the caller; the caller's signal stays linked as the adapter says. */
@@ -186,7 +189,7 @@ export class Flight<R> implements AdmitContext, FirstTicket {
     const status = this.exchange.status(response);
     // Read only for a listener: a response's headers are not scanned for nothing.
     const replayed =
-      this.on.end === undefined ? undefined : replayedBy(this.exchange.headers(response));
+      this.setup.on.end === undefined ? undefined : replayedBy(this.exchange.headers(response));
     this.#end(replayed === undefined ? { status } : { status, replayed });
     return response;
   }
@@ -198,7 +201,8 @@ export class Flight<R> implements AdmitContext, FirstTicket {
   }
 
   #end(how: { status?: number; code?: string; replayed?: true }): void {
-    const { on, request } = this;
+    const { setup, request } = this;
+    const { on } = setup;
     const giveUp = this.#giveUp;
     if (giveUp !== undefined && on.giveUp !== undefined) {
       // How to send it again, non-enumerable: a log that prints the event does not copy the body.
@@ -207,7 +211,7 @@ export class Flight<R> implements AdmitContext, FirstTicket {
       emit(on.giveUp, giveUp);
     }
     if (on.end === undefined) return;
-    const duration = this.clock.now() - this.began;
+    const duration = setup.clock.now() - this.began;
     // The attempt whose response is handed back: a hedged round's, or the attempt under way.
     const won = how.status === undefined ? undefined : (this.won ?? this.attempt);
     const hedged = this.hedges > 0 ? { hedges: this.hedges, won } : undefined;
@@ -226,8 +230,8 @@ export class Flight<R> implements AdmitContext, FirstTicket {
     if (error instanceof DeadlineExceededError) return error;
     scrubError(error, this.request.secrets());
     if (isInvalidRequest(error)) return error; // the caller's mistake, as the runtime made it
-    const detail = errorCode(error) ?? (error instanceof Error ? error.message : String(error));
+    const { method } = this.request;
     const maybeSent = classifyError(error) === 'maybe-sent';
-    return networkFailure(this.request.method, this.url(), this.attempt, error, detail, maybeSent);
+    return networkFailure(method, this.url(), this.attempt, error, errorCode(error), maybeSent);
   }
 }

@@ -77,7 +77,7 @@ export class Executor {
     const flight = ticket as Flight<R>;
     let lesson: ReturnType<typeof learn>;
     try {
-      lesson = learn(this.#setup, flight, outcome);
+      lesson = learn(flight, flight, outcome);
     } catch (error) {
       sink.reject(flight.failed(error));
       return false;
@@ -97,8 +97,8 @@ export class Executor {
   }
 
   #flight<R>(request: LogicalRequest, exchange: Exchange<R>, key?: string): Flight<R> {
-    const { clock, on, policies } = this.#setup;
-    return new Flight(request, exchange, clock, on, key ?? policies?.key(request) ?? '');
+    const setup = this.#setup;
+    return new Flight(setup, request, exchange, key ?? setup.policies?.key(request) ?? '');
   }
 
   /**
@@ -111,34 +111,28 @@ export class Executor {
     admitting: Gate | Promise<Gate> | undefined,
     failed: Failure<R> | undefined,
   ): Promise<R> {
-    const setup = this.#setup;
     try {
       for (;;) {
         if (failed === undefined) {
           const admitted = admitting ?? this.#admit(flight);
           admitting = undefined;
           const gate = isPromiseLike(admitted) ? await admitted : admitted;
-          flight.leave(gate, setup.clock.now());
+          flight.leave(gate, flight.clock.now());
           let outcome: Outcome<R>;
           let lesson: Lesson | undefined;
           if (flight.request.hedge === undefined) {
             outcome = await race(flight);
-            lesson = learn(setup, flight, outcome);
-          } else ({ outcome, lesson } = await hedged(setup, flight));
+            lesson = learn(flight, flight, outcome);
+          } else ({ outcome, lesson } = await hedged(flight));
           if (lesson === undefined)
             return flight.handOver(outcome as Extract<Outcome<R>, { ok: true }>);
           failed = { outcome, lesson };
         }
-        const decision = next(setup, flight, failed.lesson);
-        if (decision.action === 'done') {
-          if (failed.lesson.mismatch === true && setup.mismatch === 'throw') {
-            throw flight.mismatch(failed.outcome);
-          }
-          return flight.stop(failed);
-        }
+        const decision = next(flight, failed.lesson);
+        if (decision.action === 'done') return flight.stop(failed);
         if (decision.action === 'give-up')
           return flight.stop(failed, decision.reason, decision.delay);
-        const refused = await retryAfter(setup, flight, decision, failed);
+        const refused = await retryAfter(flight, decision, failed);
         if (refused !== undefined) return flight.stop(failed, refused);
         flight.attempt++;
         failed = undefined;

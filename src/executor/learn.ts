@@ -3,7 +3,6 @@
  * told, and the retry table reads it. A response below 400 is handed back.
  */
 import { DeadlineExceededError } from '../errors.js';
-import { type AttemptEvent, defined, emit } from '../events.js';
 import { feedback } from '../policy/gate.js';
 import type { Outcome } from '../request.js';
 import {
@@ -13,28 +12,26 @@ import {
   isStaleConnection,
   replayedBy,
 } from '../retry/classify.js';
-import type { AttemptVerdict } from '../retry/decide.js';
 import type { Flight } from './flight.js';
-import type { Lesson, Setup } from './types.js';
-
-type Fields<E> = { [K in keyof E]?: E[K] | undefined };
+import type { Lesson, Sent } from './types.js';
 
 /**
- * Learns from the attempt under way's `outcome`. `undefined`: a response to
- * hand back. Throws when the request ends here: the caller aborted (its own
- * reason), or the total deadline passed.
+ * Learns from the `outcome` of `sent` (the flight's attempt under way, or a
+ * hedge). `undefined`: a response to hand back. Throws when the request ends
+ * here: the caller aborted (its own reason), or the total deadline passed.
  */
-export function learn<R>(setup: Setup, flight: Flight<R>, outcome: Outcome<R>): Lesson | undefined {
-  flight.gate.release();
-  const done = setup.clock.now();
+export function learn<R>(flight: Flight<R>, sent: Sent, outcome: Outcome<R>): Lesson | undefined {
+  sent.gate.release();
+  const done = flight.clock.now();
   return outcome.ok
-    ? fromResponse(setup, flight, outcome.response, done)
-    : fromError(setup, flight, outcome.error, done);
+    ? fromResponse(flight, sent, outcome.response, done)
+    : fromError(flight, sent, outcome.error, done);
 }
 
-function fromResponse<R>(setup: Setup, flight: Flight<R>, response: R, done: number) {
+function fromResponse<R>(flight: Flight<R>, sent: Sent, response: R, done: number) {
+  const { request, exchange, setup } = flight;
   const { policies } = setup;
-  const { request, exchange, started } = flight;
+  const { started } = sent;
   const status = exchange.status(response);
   const headers = exchange.headers(response);
   const refined =
@@ -42,63 +39,41 @@ function fromResponse<R>(setup: Setup, flight: Flight<R>, response: R, done: num
   const kind = refined?.kind;
   // Read only for a listener: a response's headers are not scanned for nothing.
   const replayed = setup.on.attempt === undefined ? undefined : replayedBy(headers);
-  say(setup, flight, done, { status, kind, replayed });
+  flight.onAttempt(sent, done, { status, kind, replayed });
   const pacing = setup.pacing(headers, status, done, policies?.limiter !== undefined);
   if (policies !== undefined) {
-    feedback(policies, flight.key, flight.gate, { status, pacing, sentAt: started }, done);
+    feedback(policies, flight.key, sent.gate, { status, pacing, sentAt: started }, done);
   }
   if (refined === undefined) {
     // What `hedge.delay: 'auto'` reads (policy/hedge/latency.ts): the time to headers of a success.
     if (request.hedge?.delay === 'auto') setup.latency.record(flight.key, done - started);
     return undefined;
   }
-  const inFlight = refined.inFlight === true;
-  const verdict: AttemptVerdict = {
-    scope: refined.scope,
-    reason: 'status',
-    stale: false,
-    inFlight,
-  };
-  const mismatch = refined.mismatch === true;
-  return { verdict, status, code: undefined, kind, pacing, mismatch, done };
+  const { scope, inFlight = false, mismatch = false } = refined;
+  const verdict = { scope, reason: 'status', stale: false, inFlight } as const;
+  return { ...verdict, status, code: undefined, kind, pacing, mismatch, done };
 }
 
-function fromError(setup: Setup, flight: Flight<unknown>, error: unknown, done: number): Lesson {
-  const { policies } = setup;
-  const { request, started } = flight;
+function fromError(flight: Flight<unknown>, sent: Sent, error: unknown, done: number): Lesson {
+  const { request } = flight;
+  const { policies } = flight.setup;
   const aborted = request.signal?.aborted === true;
   // The stale keep-alive race (classify.ts, STALE_CONNECTION): resent at once, no backoff,
   // no budget, not a breaker failure. Only a transport can tell; see staunch/undici.
   const stale = !aborted && isStaleConnection(error);
   if (policies !== undefined) {
-    const told = { error, sentAt: started, notTheUpstream: aborted || stale };
-    feedback(policies, flight.key, flight.gate, told, done);
+    const told = { error, sentAt: sent.started, notTheUpstream: aborted || stale };
+    feedback(policies, flight.key, sent.gate, told, done);
   }
   if (aborted) throw request.signal!.reason;
   flight.lastError = error;
   const code = errorCode(error);
-  say(setup, flight, done, { code });
+  flight.onAttempt(sent, done, { code });
   if (error instanceof DeadlineExceededError && error.timeout === 'total') {
     flight.giveUp('deadline', flight.sent);
     throw error;
   }
-  const verdict: AttemptVerdict = { ...errorScope(error), stale };
-  return { verdict, status: undefined, code, kind: undefined, pacing: undefined, done };
-}
-
-/** Says `attempt`: how the attempt under way ended, at `done`. */
-function say(setup: Setup, flight: Flight<unknown>, done: number, how: Fields<AttemptEvent>) {
-  const listener = setup.on.attempt;
-  if (listener === undefined) return;
-  const { method } = flight.request;
-  const duration = done - flight.started;
-  const { attempt, hedge } = flight;
-  emit(listener, {
-    method,
-    url: flight.url(),
-    attempt,
-    ...defined(how),
-    ...(hedge && { hedge }),
-    duration,
-  });
+  const { scope, reason } = errorScope(error);
+  const status = undefined;
+  return { scope, reason, stale, status, code, kind: undefined, pacing: undefined, done };
 }

@@ -1,6 +1,8 @@
-/** What the executor's parts share: its settings, what an attempt taught. Types only. */
+/** What the executor's parts share: its settings, an attempt that left, what it taught. Types only. */
+import type { DeadlineScope } from '../errors.js';
 import type { StaunchListeners } from '../events.js';
 import type { Clock, Random } from '../internal/clock.js';
+import type { Gate } from '../policy/gate.js';
 import type { LatencyTracker } from '../policy/hedge/latency.js';
 import type { Policies } from '../policy/policies.js';
 import type { Outcome } from '../request.js';
@@ -29,9 +31,22 @@ export interface Setup extends Readonly<Omit<ExecutorOptions, 'pacing'>> {
   readonly latency: LatencyTracker;
 }
 
-/** What an attempt that is not handed back taught: how to go on. */
-export interface Lesson {
-  readonly verdict: AttemptVerdict;
+/**
+ * An attempt that left: the flight's own attempt under way, or a hedge beside
+ * it (policy/hedge/round.ts). It may take `limit` ms from `started` before
+ * its deadline, of `scope`, ends it; its `gate` is given back when it ends.
+ */
+export interface Sent {
+  readonly attempt: number;
+  readonly gate: Gate;
+  readonly started: number;
+  readonly limit: number;
+  readonly scope: DeadlineScope;
+  readonly hedge?: true;
+}
+
+/** What an attempt that is not handed back taught: the retry table's verdict, and how to go on. */
+export interface Lesson extends AttemptVerdict {
   readonly status: number | undefined;
   readonly code: string | undefined;
   /** What kind of refusal a classifier saw (`llm()`: `requests`, `tokens`, a quota code…). */

@@ -3,21 +3,20 @@
  * (policy/budget/budget.ts), `retry` (said when decided, before the wait), and the wait itself.
  */
 import { defined, emit, type GiveUpReason } from '../events.js';
-import { noop } from '../internal/clock.js';
 import { sleepUnder } from '../internal/signals.js';
 import { chargesBudget } from '../policy/budget/budget.js';
 import { type Decision, decide } from '../retry/decide.js';
 import type { Flight } from './flight.js';
-import type { Failure, Lesson, Setup } from './types.js';
+import type { Failure, Lesson } from './types.js';
 
 /** What follows `lesson`, by the retry table and the delay rules. */
-export function next(setup: Setup, flight: Flight<unknown>, lesson: Lesson): Decision {
-  const { request, exchange, attempt, previousDelay } = flight;
-  const { verdict, pacing } = lesson;
+export function next(flight: Flight<unknown>, lesson: Lesson): Decision {
+  const { request, exchange, attempt, previousDelay, setup } = flight;
+  const { pacing } = lesson;
   const { retry } = request;
-  return decide(verdict, {
+  return decide(lesson, {
     replayable: request.replayable,
-    resendable: () => exchange.resendable(verdict.reason === 'unsent'),
+    resendable: () => exchange.resendable(lesson.reason === 'unsent'),
     attempt,
     attempts: retry.attempts,
     timeLeft: flight.deadline - lesson.done,
@@ -34,14 +33,14 @@ export function next(setup: Setup, flight: Flight<unknown>, lesson: Lesson): Dec
  * A reason instead: the budget refused it, and the request gives up.
  */
 export async function retryAfter<R>(
-  setup: Setup,
   flight: Flight<R>,
   decision: Extract<Decision, { action: 'retry' }>,
   { lesson, outcome }: Failure<R>,
 ): Promise<GiveUpReason | undefined> {
+  const { setup } = flight;
   const { budget, breaker, limiter } = setup.policies ?? {};
   const { delay, source } = decision;
-  const { status, code, kind, verdict } = lesson;
+  const { status, code, kind, reason, stale } = lesson;
   const open = (): boolean => breaker?.refusing(flight.key) === true;
   if (budget !== undefined && chargesBudget(decision.charged, status, !!limiter, open)) {
     const { key, request, deadline } = flight;
@@ -55,18 +54,14 @@ export async function retryAfter<R>(
     attempt: flight.attempt,
     delay,
     delaySource: source,
-    reason: verdict.reason,
+    reason,
     ...defined({ status, code, kind }),
   });
   // A hint paces only its own retry: the backoff goes on from its own previous delay.
-  if (source === 'backoff' && !verdict.stale) flight.previousDelay = delay;
+  if (source === 'backoff' && !stale) flight.previousDelay = delay;
   const since = setup.clock.now();
   const wait = delay > 0 ? sleepUnder(setup.clock, delay, flight.request.signal) : undefined;
-  let drained: Promise<void> | undefined;
-  if (outcome.ok) {
-    outcome.unlink();
-    drained = flight.exchange.discard(outcome.response, wait ?? Promise.resolve()).catch(noop);
-  }
+  const drained = outcome.ok ? flight.release(outcome, wait) : undefined;
   await wait;
   await drained;
   if (wait === undefined) return undefined;

@@ -7,16 +7,14 @@
  * sibling is in flight waits for that sibling, and the round's failure is the
  * last one.
  */
-import { type AttemptEvent, emit } from '../../events.js';
-import type { AttemptState, Flight } from '../../executor/flight.js';
+import type { Flight } from '../../executor/flight.js';
 import { learn } from '../../executor/learn.js';
 import { race, raceAbortable } from '../../executor/race.js';
-import type { Lesson, Setup } from '../../executor/types.js';
-import { next } from '../../executor/wait.js';
+import type { Lesson, Sent } from '../../executor/types.js';
 import { noop } from '../../internal/clock.js';
 import type { Outcome } from '../../request.js';
 import { errorCode } from '../../retry/classify.js';
-import { feedback } from '../gate.js';
+import { feedback, type Gate } from '../gate.js';
 import { admitHedge, hedgeDelay } from './admit.js';
 
 /** How a round ended: a response to hand back (`lesson` undefined), or the failure to decide on. */
@@ -35,8 +33,9 @@ const LOST = new Error('staunch: another hedged attempt won');
  * attempt left for one, too few latency samples, a delay past the attempt's
  * own deadline).
  */
-export async function hedged<R>(setup: Setup, flight: Flight<R>): Promise<Round<R>> {
-  const { hedge, replayable, retry } = flight.request;
+export async function hedged<R>(flight: Flight<R>): Promise<Round<R>> {
+  const { request, setup } = flight;
+  const { hedge, replayable, retry } = request;
   flight.won = undefined;
   const delay =
     !replayable || flight.sent >= retry.attempts
@@ -44,39 +43,37 @@ export async function hedged<R>(setup: Setup, flight: Flight<R>): Promise<Round<
       : hedgeDelay(hedge!, setup.latency, flight.key);
   if (delay === undefined || !(delay < flight.limit)) {
     const outcome = await race(flight);
-    return { outcome, lesson: learn(setup, flight, outcome) };
+    return { outcome, lesson: learn(flight, flight, outcome) };
   }
   return new Promise((resolve, reject) => {
-    new Hedging(setup, flight, delay, resolve, reject).start();
+    new Hedging(flight, delay, resolve, reject).start(flight);
   });
 }
 
 class Hedging<R> {
   /** The attempts in flight, and how to abort each. */
-  readonly #live = new Map<AttemptState, (reason: unknown) => void>();
+  readonly #live = new Map<Sent, (reason: unknown) => void>();
   #cancelTimer = noop;
   #over = false;
   /** A hedge on an automatic delay left in this round: how the round ends teaches the tracker. */
   #hedged = false;
 
   constructor(
-    readonly setup: Setup,
     readonly flight: Flight<R>,
     readonly delay: number,
     readonly resolve: (round: Round<R>) => void,
     readonly reject: (error: unknown) => void,
   ) {}
 
-  /** Sends the attempt under way (it has left) and arms the next hedge. */
-  start(): void {
-    const state = this.flight.current();
-    const abort = raceAbortable(this.flight, (outcome) => this.#settled(state, outcome));
-    this.#live.set(state, abort);
+  /** Sends `sent` (it has left) and arms the next hedge. */
+  start(sent: Sent): void {
+    const abort = raceAbortable(this.flight, sent, (outcome) => this.#settled(sent, outcome));
+    this.#live.set(sent, abort);
     const { hedge, retry } = this.flight.request;
     if (this.#live.size <= hedge!.max && this.flight.sent < retry.attempts) {
       // A sleep, not a timer: its promise keeps the caller's async context (OTel's spans).
       const cancel = new AbortController();
-      this.setup.clock.sleep(this.delay, cancel.signal).then(this.#fire, noop);
+      this.flight.clock.sleep(this.delay, cancel.signal).then(this.#fire, noop);
       this.#cancelTimer = () => cancel.abort();
     }
   }
@@ -87,8 +84,8 @@ class Hedging<R> {
 
   /** A hedge, if the request may still be sent again and the policies let one leave now. */
   async #hedge(): Promise<void> {
-    const { flight, setup } = this;
-    const { clock } = setup;
+    const { flight } = this;
+    const { clock, setup } = flight;
     const lease = Math.min(flight.request.timeout.attempt, flight.deadline - clock.now());
     if (this.#over || !(lease > 0) || !flight.exchange.resendable(false)) return;
     const auto = flight.request.hedge!.delay === 'auto';
@@ -100,39 +97,34 @@ class Hedging<R> {
       this.#drop(gate, now);
       return;
     }
-    flight.attempt = flight.sent + 1;
-    flight.leave(gate, now, true);
+    const sent = flight.leave(gate, now, true);
     this.#hedged = auto;
-    this.start();
+    this.start(sent);
   }
 
   /** One attempt ended: learnt from as the loop would, then the round goes on or ends. */
-  #settled(state: AttemptState, outcome: Outcome<R>): void {
-    if (this.#over || !this.#live.delete(state)) return;
-    const { flight, setup } = this;
-    flight.resume(state);
+  #settled(sent: Sent, outcome: Outcome<R>): void {
+    if (this.#over || !this.#live.delete(sent)) return;
+    const { flight } = this;
     let lesson: Lesson | undefined;
     try {
-      lesson = learn(setup, flight, outcome);
+      lesson = learn(flight, sent, outcome);
     } catch (error) {
       this.#fail(error);
       return;
     }
-    const last = this.#live.size === 0;
-    if (lesson === undefined || last || next(setup, flight, lesson).action === 'done') {
+    // A final outcome (the retry table says `never`) ends the round, as the last attempt does.
+    if (lesson === undefined || this.#live.size === 0 || lesson.scope === 'never') {
       this.#end(LOST);
-      flight.won = outcome.ok ? state.attempt : undefined;
-      if (this.#hedged) setup.latency.recordRound(flight.key, state.hedge);
+      flight.won = outcome.ok ? sent.attempt : undefined;
+      if (this.#hedged) flight.setup.latency.recordRound(flight.key, sent.hedge === true);
       // A failure goes on to the retry decision as the last attempt sent.
       if (lesson !== undefined) flight.attempt = flight.sent;
       this.resolve({ outcome, lesson });
       return;
     }
     // Worth a retry, and a sibling is still in flight: that sibling is the retry.
-    if (outcome.ok) {
-      outcome.unlink();
-      flight.exchange.discard(outcome.response, Promise.resolve()).catch(noop);
-    }
+    if (outcome.ok) flight.release(outcome);
   }
 
   /** The request ends here with `error` (the caller's abort, the total deadline). */
@@ -147,30 +139,20 @@ class Hedging<R> {
   #end(reason: unknown): void {
     this.#over = true;
     this.#cancelTimer();
-    const { flight, setup } = this;
-    const now = setup.clock.now();
-    for (const [state, abort] of this.#live) {
+    const now = this.flight.clock.now();
+    for (const [sent, abort] of this.#live) {
       abort(reason);
-      this.#drop(state.gate, now, state.started);
-      if (setup.on.attempt === undefined) continue;
-      const { method } = flight.request;
-      const duration = now - state.started;
-      const event: AttemptEvent = { method, url: flight.url(), attempt: state.attempt, duration };
-      if (state.hedge) event.hedge = true;
-      if (reason === LOST) event.lost = true;
-      else {
-        const code = errorCode(reason);
-        if (code !== undefined) event.code = code;
-      }
-      emit(setup.on.attempt, event);
+      this.#drop(sent.gate, now, sent.started);
+      const lost = reason === LOST || undefined;
+      this.flight.onAttempt(sent, now, lost ? { lost } : { code: errorCode(reason) });
     }
     this.#live.clear();
   }
 
   /** An attempt's gate given back unused or cancelled: the breaker counts it as neither. */
-  #drop(gate: AttemptState['gate'], now: number, sentAt = now): void {
+  #drop(gate: Gate, now: number, sentAt = now): void {
     gate.release();
-    const { policies } = this.setup;
+    const { policies } = this.flight.setup;
     if (policies === undefined) return;
     feedback(policies, this.flight.key, gate, { sentAt, notTheUpstream: true }, now);
   }
