@@ -4,10 +4,13 @@
  * and the value), the result frozen. Nothing here runs per request except the
  * merge of per-request overrides, and only when a request carries them.
  */
+import type { StaunchListeners } from './events.js';
 import type { Clock, Random } from './internal/clock.js';
 import { checkNumber, checkObject, describe, keysOf } from './internal/validate.js';
+import type { Policies } from './policy/policies.js';
 import { type Backoff, exponentialBackoff } from './retry/backoff.js';
-import { MAX_DELAY } from './retry/server-delay.js';
+import type { StatusClassifier } from './retry/classify.js';
+import { MAX_DELAY, type PacingReader } from './retry/server-delay.js';
 
 /** Retry options. `retry: 5` means `{ attempts: 5 }`; `retry: false` means one attempt. */
 export interface RetryOptions {
@@ -309,4 +312,19 @@ export function resolveHedgeOptions(
       ? from.minDelay
       : checkNumber(`${path}.minDelay`, o.minDelay, { min: 0, max: MAX_DELAY });
   return Object.freeze({ delay, max, percentile, minDelay });
+}
+
+/** What an executor is built with: options resolved once by the client, shared by its adapters. */
+export interface ExecutorOptions {
+  clock: Clock;
+  random: Random;
+  on: StaunchListeners;
+  /** Per-key policies; absent ones are off. */
+  policies?: Policies | undefined;
+  /** Refines the retry table for failed statuses (the `classify` client option). */
+  classify?: StatusClassifier | undefined;
+  /** Reads pacing headers beyond the standard ones (the `pacing` client option). */
+  pacing?: PacingReader | undefined;
+  /** A keyed 422: handed back, or thrown (the `idempotency.mismatch` client option). @default 'return' */
+  mismatch?: 'return' | 'throw' | undefined;
 }

@@ -80,7 +80,7 @@ export class Flight<R> implements AdmitContext, FirstTicket, Sent {
     if (remaining <= 0) {
       gate.release();
       this.giveUp('deadline', this.attempt - 1);
-      throw this.expired('total', this.attempt - 1);
+      throw this.expired({ scope: 'total', attempt: this.attempt - 1 });
     }
     const { timeout } = this.request;
     const scope = timeout.attempt < remaining ? 'attempt' : 'total';
@@ -118,13 +118,10 @@ export class Flight<R> implements AdmitContext, FirstTicket, Sent {
     });
   }
 
-  /** The error that ends the attempt under way at its `limit` (or the request, `total`). */
-  expired(
-    scope: DeadlineScope = this.scope,
-    attempts: number = this.attempt,
-  ): DeadlineExceededError {
+  /** The error that ends `sent` at its `limit` (or the request, its scope `total`). */
+  expired({ scope, attempt }: Pick<Sent, 'scope' | 'attempt'> = this): DeadlineExceededError {
     const { method, timeout } = this.request;
-    return deadlineExceeded(method, this.url(), scope, timeout[scope], attempts);
+    return deadlineExceeded(method, this.url(), scope, timeout[scope], attempt);
   }
 
   /** The request gives up after `attempts` for `reason`: said at its end. */

@@ -4,6 +4,7 @@
  * and sends an attempt, learns, decides, then waits or stops (DESIGN.md).
  */
 import type { DeadlineExceededError } from '../errors.js';
+import type { ExecutorOptions } from '../options.js';
 import { admit, type Gate, OPEN_GATE } from '../policy/gate.js';
 import { LatencyTracker } from '../policy/hedge/latency.js';
 import { hedged } from '../policy/hedge/round.js';
@@ -13,11 +14,11 @@ import { responsePacing } from '../retry/server-delay.js';
 import { Flight } from './flight.js';
 import { learn } from './learn.js';
 import { race } from './race.js';
-import type { ExecutorOptions, Failure, Lesson, Setup } from './types.js';
+import type { Failure, Lesson, Setup } from './types.js';
 import { next, retryAfter } from './wait.js';
 
+export type { ExecutorOptions } from '../options.js';
 export type { Exchange, FirstSink, FirstTicket, LogicalRequest, Outcome } from '../request.js';
-export type { ExecutorOptions } from './types.js';
 
 export class Executor {
   readonly #setup: Setup;

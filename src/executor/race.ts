@@ -63,7 +63,7 @@ class Race<R> {
 
   /** The attempt's deadline fired (the deadline list calls it). */
   onDeadline(): void {
-    this.abort(this.#flight.expired(this.#sent.scope, this.#sent.attempt));
+    this.abort(this.#flight.expired(this.#sent));
   }
 
   /** The caller's abort or the deadline; once a response was handed back, it only cancels the body. */

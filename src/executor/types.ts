@@ -1,28 +1,11 @@
 /** What the executor's parts share: its settings, an attempt that left, what it taught. Types only. */
 import type { DeadlineScope } from '../errors.js';
-import type { StaunchListeners } from '../events.js';
-import type { Clock, Random } from '../internal/clock.js';
+import type { ExecutorOptions } from '../options.js';
 import type { Gate } from '../policy/gate.js';
 import type { LatencyTracker } from '../policy/hedge/latency.js';
-import type { Policies } from '../policy/policies.js';
 import type { Outcome } from '../request.js';
-import type { StatusClassifier } from '../retry/classify.js';
 import type { AttemptVerdict } from '../retry/decide.js';
-import type { PacingReader, ResponsePacing, ServerPacing } from '../retry/server-delay.js';
-
-export interface ExecutorOptions {
-  clock: Clock;
-  random: Random;
-  on: StaunchListeners;
-  /** Per-key policies; absent ones are off. */
-  policies?: Policies | undefined;
-  /** Refines the retry table for failed statuses (the `classify` client option). */
-  classify?: StatusClassifier | undefined;
-  /** Reads pacing headers beyond the standard ones (the `pacing` client option). */
-  pacing?: PacingReader | undefined;
-  /** A keyed 422: handed back, or thrown (the `idempotency.mismatch` client option). @default 'return' */
-  mismatch?: 'return' | 'throw' | undefined;
-}
+import type { ResponsePacing, ServerPacing } from '../retry/server-delay.js';
 
 /** The executor's settings as its parts read them (`policies`: none when all are off). */
 export interface Setup extends Readonly<Omit<ExecutorOptions, 'pacing'>> {
