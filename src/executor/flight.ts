@@ -56,8 +56,9 @@ export class Flight<R> implements AdmitContext, FirstTicket, Sent {
     readonly request: LogicalRequest,
     readonly exchange: Exchange<R>,
     readonly key: string,
+    began: number,
   ) {
-    this.began = setup.clock.now();
+    this.began = began;
     this.deadline = this.began + request.timeout.total;
   }
 

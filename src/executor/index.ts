@@ -54,12 +54,14 @@ export class Executor {
     sink: FirstSink<R>,
     key?: string,
   ): FirstTicket | undefined {
-    const flight = this.#flight(request, exchange, key);
+    // One reading of the clock: begun, admitted and left at the same instant when nothing waits.
+    const now = this.#setup.clock.now();
+    const flight = this.#flight(request, exchange, key, now);
     try {
-      const gate = this.#admit(flight);
+      const gate = this.#admit(flight, now);
       // A hedged request races its attempts in the loop: the adapter sends none of them itself.
       if (!isPromiseLike(gate) && request.hedge === undefined) {
-        flight.leave(gate, this.#setup.clock.now());
+        flight.leave(gate, now);
         return flight;
       }
       this.#loop(flight, gate, undefined).then(sink.resolve.bind(sink), sink.reject.bind(sink));
@@ -97,9 +99,14 @@ export class Executor {
     return (ticket as Flight<unknown>).expired();
   }
 
-  #flight<R>(request: LogicalRequest, exchange: Exchange<R>, key?: string): Flight<R> {
+  #flight<R>(
+    request: LogicalRequest,
+    exchange: Exchange<R>,
+    key?: string,
+    now: number = this.#setup.clock.now(),
+  ): Flight<R> {
     const setup = this.#setup;
-    return new Flight(setup, request, exchange, key ?? setup.policies?.key(request) ?? '');
+    return new Flight(setup, request, exchange, key ?? setup.policies?.key(request) ?? '', now);
   }
 
   /**
@@ -144,11 +151,11 @@ export class Executor {
   }
 
   /** Asks the policies to admit the flight's next attempt; attempt 1 earns the budget its credit. */
-  #admit(flight: Flight<unknown>): Gate | Promise<Gate> {
+  #admit(flight: Flight<unknown>, now?: number): Gate | Promise<Gate> {
     flight.request.signal?.throwIfAborted();
     const { policies, clock } = this.#setup;
     if (policies === undefined) return OPEN_GATE;
-    const now = clock.now();
+    now ??= clock.now();
     if (flight.attempt === 1) policies.budget?.credit(flight.key, now);
     return admit(flight, policies, now);
   }
