@@ -288,6 +288,28 @@ function count(value: string | undefined): number | undefined {
   return DIGITS.test(v) ? Number(v) : undefined;
 }
 
+/** The names {@link hasQuotaHeaders} looks for, lowercase. */
+const QUOTA_HEADERS: readonly string[] = [
+  'ratelimit',
+  'ratelimit-policy',
+  'ratelimit-remaining',
+  'x-ratelimit-remaining',
+];
+
+/** Whether a header name of `length` characters may be one of {@link QUOTA_HEADERS}. */
+export function quotaNameLength(length: number): boolean {
+  return length === 9 || length === 16 || length === 19 || length === 21;
+}
+
+/**
+ * Whether `name` (any case) is one {@link hasQuotaHeaders} looks for. A
+ * success usually carries none of them, so a name of another length is not
+ * lowered (staunch/undici reads undici's raw names with the same two checks).
+ */
+export function isQuotaHeader(name: string): boolean {
+  return quotaNameLength(name.length) && QUOTA_HEADERS.includes(name.toLowerCase());
+}
+
 /**
  * Whether a response carries a rate-limit header the limiter learns from
  * even on a success (`RateLimit`, `RateLimit-Policy`, `RateLimit-Remaining`,
@@ -300,32 +322,17 @@ export function hasQuotaHeaders(headers: HeaderSource): boolean {
   }
   const own = (headers as { hasQuotaHeaders?: () => boolean }).hasQuotaHeaders;
   if (own !== undefined) return own.call(headers);
-  return (
-    readHeader(headers, 'ratelimit') !== undefined ||
-    readHeader(headers, 'ratelimit-policy') !== undefined ||
-    readHeader(headers, 'x-ratelimit-remaining') !== undefined ||
-    readHeader(headers, 'ratelimit-remaining') !== undefined
-  );
+  for (const name of QUOTA_HEADERS) if (readHeader(headers, name) !== undefined) return true;
+  return false;
 }
 
 /**
  * {@link hasQuotaHeaders} for a plain record (undici's), in one pass over its
- * names: a success usually carries none of the four, and `readHeader` would
- * then scan every name three times. Names of another length are not looked at.
+ * names: `readHeader` would scan every name once for each of the four.
  */
 function hasQuotaRecord(record: Readonly<Record<string, unknown>>): boolean {
   for (const name of Object.keys(record)) {
-    const n = name.length;
-    if (n !== 9 && n !== 16 && n !== 19 && n !== 21) continue;
-    const lower = name.toLowerCase();
-    if (
-      lower !== 'ratelimit' &&
-      lower !== 'ratelimit-policy' &&
-      lower !== 'ratelimit-remaining' &&
-      lower !== 'x-ratelimit-remaining'
-    )
-      continue;
-    if (readHeader(record as HeaderSource, name) !== undefined) return true;
+    if (isQuotaHeader(name) && readHeader(record as HeaderSource, name) !== undefined) return true;
   }
   return false;
 }

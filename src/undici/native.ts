@@ -13,6 +13,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import * as undici from 'undici';
+import { isQuotaHeader, quotaNameLength } from '../retry/server-delay.js';
 import { isNewApi, type LegacyHandler } from './legacy.js';
 
 type Controller = Dispatcher.DispatchController;
@@ -210,11 +211,8 @@ export function rawHeader(raw: readonly Buffer[], name: string): string | undefi
 /** Whether raw headers carry a quota header (`hasQuotaHeaders`, server-delay.ts): one pass. */
 export function hasQuotaRaw(raw: readonly Buffer[]): boolean {
   for (let i = 0; i < raw.length; i += 2) {
-    const n = raw[i]!.length;
-    if (n !== 9 && n !== 19 && n !== 21) continue;
-    const name = raw[i]!.toString('latin1').toLowerCase();
-    if (name === 'ratelimit' || name === 'ratelimit-remaining' || name === 'x-ratelimit-remaining')
-      return true;
+    const name = raw[i]!;
+    if (quotaNameLength(name.length) && isQuotaHeader(name.toString('latin1'))) return true;
   }
   return false;
 }
