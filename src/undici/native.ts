@@ -90,11 +90,6 @@ export const LEGACY_NATIVE: boolean = (() => {
   );
 })();
 
-/**
- * An attempt as undici 7's connections call it, and the controller the
- * attempt drives that dispatch with (`abort`, `pause`, `resume`), with the
- * raw headers undici read.
- */
 /** What a {@link LegacyLink} calls of its attempt (attempt.ts): undici's current API, and raw headers. */
 export interface LinkedAttempt {
   onRequestStart(controller: Controller, context: unknown): void;
@@ -104,6 +99,11 @@ export interface LinkedAttempt {
   onResponseError(controller: Controller | undefined, error: Error): void;
 }
 
+/**
+ * An attempt as undici 7's connections call it, and the controller the
+ * attempt drives that dispatch with (`abort`, `pause`, `resume`), with the
+ * raw headers undici read.
+ */
 export class LegacyLink implements LegacyHandler, Controller {
   readonly #attempt: LinkedAttempt;
   #abort: ((reason?: Error) => void) | undefined;
