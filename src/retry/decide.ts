@@ -102,10 +102,9 @@ export function decide(verdict: AttemptVerdict, input: DecisionInput): Decision 
     const source = input.hintSource ?? 'retry-after';
     return { action: 'retry', delay, source, charged: verdict.inFlight !== true };
   }
-  if (verdict.stale && verdict.reason === 'maybe-sent') {
-    return { action: 'retry', delay: 0, source: 'backoff', charged: false };
-  }
-  let delay = Math.max(0, input.backoff());
+  // The stale keep-alive race goes again at once, but not past the deadline.
+  const stale = verdict.stale && verdict.reason === 'maybe-sent';
+  let delay = stale ? 0 : Math.max(0, input.backoff());
   if (!Number.isFinite(delay)) delay = 0;
   if (delay >= timeLeft) return giveUp('deadline', delay);
   return {

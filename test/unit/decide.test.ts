@@ -180,6 +180,15 @@ describe('delays', () => {
     });
   });
 
+  test('the stale keep-alive race past the deadline gives up instead of going at once', () => {
+    const stale = { ...errorVerdict('ECONNRESET'), stale: true };
+    expect(decide(stale, input({ timeLeft: 0 }))).toEqual({
+      action: 'give-up',
+      reason: 'deadline',
+      delay: 0,
+    });
+  });
+
   test('the last attempt gives up on attempts, and a non-finite backoff means at once', () => {
     expect(decide(statusVerdict(503), input({ attempt: 3 }))).toEqual({
       action: 'give-up',
