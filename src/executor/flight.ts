@@ -5,12 +5,10 @@
  * ended is said here, and the request's end, once: `giveUp` if it gave up, then `end`.
  */
 import {
-  DeadlineExceededError,
+  type DeadlineExceededError,
   type DeadlineScope,
   deadlineExceeded,
   idempotencyKeyMismatch,
-  networkFailure,
-  type StaunchErrorOptions,
 } from '../errors.js';
 import {
   type AttemptEvent,
@@ -21,11 +19,11 @@ import {
   type WaitReason,
 } from '../events.js';
 import { type Clock, noop } from '../internal/clock.js';
-import { redactUrl, scrubbedCause, scrubError } from '../internal/redact.js';
-import { type AdmitContext, type Gate, OPEN_GATE } from '../policy/gate.js';
+import { redactUrl } from '../internal/redact.js';
+import { type AdmitContext, type Gate, OPEN_GATE, type Sent } from '../policy/gate.js';
 import type { Exchange, FirstTicket, LogicalRequest, Outcome } from '../request.js';
-import { classifyError, errorCode, isInvalidRequest, replayedBy } from '../retry/classify.js';
-import type { Failure, Sent, Setup } from './types.js';
+import { errorCode, replayedBy, thrownFor } from '../retry/classify.js';
+import type { Failure, Setup } from './types.js';
 
 type Fields<E> = { [K in keyof E]?: E[K] | undefined };
 
@@ -130,18 +128,6 @@ export class Flight<R> implements AdmitContext, FirstTicket, Sent {
     this.#giveUp = { ...why, method: this.request.method, url: this.url(), attempts, reason };
   }
 
-  /** A policy refused the attempt: `giveUp`, then its error (the previous failure its cause). */
-  refusal(reason: GiveUpReason, make: (context: StaunchErrorOptions) => Error): Error {
-    const { request, attempt, lastError } = this;
-    this.giveUp(reason, attempt - 1);
-    return make({
-      method: request.method,
-      url: this.url(),
-      attempts: attempt - 1,
-      ...(lastError !== undefined && { cause: scrubbedCause(lastError, request.secrets()) }),
-    });
-  }
-
   onWait(reason: WaitReason, duration: number, attempt: number = this.attempt): void {
     const listener = this.setup.on.wait;
     if (listener === undefined) return;
@@ -161,7 +147,7 @@ export class Flight<R> implements AdmitContext, FirstTicket, Sent {
       throw idempotencyKeyMismatch(this.request.method, this.url(), this.attempt);
     }
     if (outcome.ok) return this.handOver(outcome);
-    throw this.failure(outcome.error);
+    throw thrownFor(outcome.error, this.request, this.url(), this.attempt);
   }
 
   /** A response that will not be handed back: unlinked from the caller's signal, drained until `stop`. */
@@ -221,15 +207,5 @@ export class Flight<R> implements AdmitContext, FirstTicket, Sent {
       ...(hedged && defined(hedged)),
       duration,
     });
-  }
-
-  /** What the caller is thrown for a failure without a response: a `NetworkError`, scrubbed. */
-  failure(error: unknown): unknown {
-    if (error instanceof DeadlineExceededError) return error;
-    scrubError(error, this.request.secrets());
-    if (isInvalidRequest(error)) return error; // the caller's mistake, as the runtime made it
-    const { method } = this.request;
-    const maybeSent = classifyError(error) === 'maybe-sent';
-    return networkFailure(method, this.url(), this.attempt, error, errorCode(error), maybeSent);
   }
 }

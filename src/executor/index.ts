@@ -10,11 +10,12 @@ import { LatencyTracker } from '../policy/hedge/latency.js';
 import { hedged } from '../policy/hedge/round.js';
 import { isPromiseLike } from '../policy/store-call.js';
 import type { Exchange, FirstSink, FirstTicket, LogicalRequest, Outcome } from '../request.js';
+import type { Lesson } from '../retry/decide.js';
 import { responsePacing } from '../retry/server-delay.js';
 import { Flight } from './flight.js';
 import { learn } from './learn.js';
 import { race } from './race.js';
-import type { Failure, Lesson, Setup } from './types.js';
+import type { Failure, Setup } from './types.js';
 import { next, retryAfter } from './wait.js';
 
 export type { ExecutorOptions } from '../options.js';
@@ -150,13 +151,10 @@ export class Executor {
     }
   }
 
-  /** Asks the policies to admit the flight's next attempt; attempt 1 earns the budget its credit. */
+  /** Asks the policies to admit the flight's next attempt (attempt 1 credits the budget: `admit`). */
   #admit(flight: Flight<unknown>, now?: number): Gate | Promise<Gate> {
     flight.request.signal?.throwIfAborted();
-    const { policies, clock } = this.#setup;
-    if (policies === undefined) return OPEN_GATE;
-    now ??= clock.now();
-    if (flight.attempt === 1) policies.budget?.credit(flight.key, now);
-    return admit(flight, policies, now);
+    const { policies } = this.#setup;
+    return policies === undefined ? OPEN_GATE : admit(flight, policies, now);
   }
 }

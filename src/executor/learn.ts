@@ -3,7 +3,7 @@
  * told, and the retry table reads it. A response below 400 is handed back.
  */
 import { DeadlineExceededError } from '../errors.js';
-import { feedback } from '../policy/gate.js';
+import { feedback, type Sent } from '../policy/gate.js';
 import type { Outcome } from '../request.js';
 import {
   classifyResponse,
@@ -12,8 +12,8 @@ import {
   isStaleConnection,
   replayedBy,
 } from '../retry/classify.js';
+import type { Lesson } from '../retry/decide.js';
 import type { Flight } from './flight.js';
-import type { Lesson, Sent } from './types.js';
 
 /**
  * Learns from the `outcome` of `sent` (the flight's attempt under way, or a

@@ -6,9 +6,9 @@ import { noop } from '../internal/clock.js';
 import { type Deadline, startDeadline, startSteadyDeadline } from '../internal/deadlines.js';
 import { linkSignal } from '../internal/signals.js';
 import { AbortToken } from '../internal/token.js';
+import type { Sent } from '../policy/gate.js';
 import type { Outcome } from '../request.js';
 import type { Flight } from './flight.js';
-import type { Sent } from './types.js';
 
 /** Sends `flight`'s attempt `sent` (admitted: `Flight.leave`); resolves with how it ended. */
 export function race<R>(flight: Flight<R>, sent: Sent = flight): Promise<Outcome<R>> {

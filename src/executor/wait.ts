@@ -1,13 +1,13 @@
 /**
  * After an attempt that was not handed back: the decision (retry/decide.ts), the budget's charge
- * (policy/budget/budget.ts), `retry` (said when decided, before the wait), and the wait itself.
+ * (`payRetry`, policy/gate.ts), `retry` (said when decided, before the wait), and the wait itself.
  */
 import { defined, emit, type GiveUpReason } from '../events.js';
 import { sleepUnder } from '../internal/signals.js';
-import { chargesBudget } from '../policy/budget/budget.js';
-import { type Decision, decide } from '../retry/decide.js';
+import { payRetry } from '../policy/gate.js';
+import { type Decision, decide, type Lesson } from '../retry/decide.js';
 import type { Flight } from './flight.js';
-import type { Failure, Lesson } from './types.js';
+import type { Failure } from './types.js';
 
 /** What follows `lesson`, by the retry table and the delay rules. */
 export function next(flight: Flight<unknown>, lesson: Lesson): Decision {
@@ -38,16 +38,10 @@ export async function retryAfter<R>(
   { lesson, outcome }: Failure<R>,
 ): Promise<GiveUpReason | undefined> {
   const { setup } = flight;
-  const { budget, breaker, limiter } = setup.policies ?? {};
   const { delay, source } = decision;
   const { status, code, kind, reason, stale } = lesson;
-  const open = (): boolean => breaker?.refusing(flight.key) === true;
-  if (budget !== undefined && chargesBudget(decision.charged, status, !!limiter, open)) {
-    const { key, request, deadline } = flight;
-    const waited = await budget.take(key, deadline - delay, request.signal, open);
-    if (waited === false) return 'budget';
-    if (waited > 0) flight.onWait('budget', waited, flight.attempt + 1);
-  }
+  const paid = payRetry(flight, setup.policies, decision.charged, status, delay);
+  if (paid !== true && !(await paid)) return 'budget';
   emit(setup.on.retry, {
     method: flight.request.method,
     url: flight.url(),

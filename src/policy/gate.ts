@@ -1,12 +1,13 @@
 /**
  * The policies' gates around one attempt, in the order of docs/policies.md:
  * a concurrency slot, a rate-limit token, the breaker's admission before it;
- * the breaker's and the limiter's lessons after it. Synchronous whenever
- * nothing has to wait and the store answers at once.
+ * the breaker's and the limiter's lessons after it; the budget's charge for
+ * a retry. Synchronous whenever nothing has to wait and the store answers at once.
  */
 import {
   CircuitOpenError,
   DeadlineExceededError,
+  type DeadlineScope,
   QueueFullError,
   QueueTimeoutError,
   RateLimitedError,
@@ -14,10 +15,12 @@ import {
 } from '../errors.js';
 import type { GiveUpReason, WaitReason } from '../events.js';
 import { type Clock, noop } from '../internal/clock.js';
+import { scrubbedCause } from '../internal/redact.js';
 import type { LogicalRequest } from '../request.js';
 import { isInvalidRequest } from '../retry/classify.js';
 import type { ServerPacing } from '../retry/server-delay.js';
 import type { BreakerAdmission, BreakerTicket, CircuitBreaker } from './breaker/breaker.js';
+import { chargesBudget } from './budget/budget.js';
 import type { Policies } from './policies.js';
 import type { RateLimitHint } from './rate/limiter.js';
 import { ignoreRejection, isPromiseLike } from './store-call.js';
@@ -29,6 +32,20 @@ export interface Gate {
 }
 
 export const OPEN_GATE: Gate = { release: noop, ticket: undefined };
+
+/**
+ * An attempt that left: the executor's own attempt under way, or a hedge beside
+ * it (policy/hedge/round.ts). It may take `limit` ms from `started` before
+ * its deadline, of `scope`, ends it; its `gate` is given back when it ends.
+ */
+export interface Sent {
+  readonly attempt: number;
+  readonly gate: Gate;
+  readonly started: number;
+  readonly limit: number;
+  readonly scope: DeadlineScope;
+  readonly hedge?: true;
+}
 
 /** How an attempt's outcome counts for the circuit breaker. */
 function breakerOutcome(status: number | undefined, error: unknown, callerAborted: boolean) {
@@ -55,14 +72,17 @@ export interface AdmitContext {
   readonly deadline: number;
   /** The request's URL, redacted. */
   url(): string;
-  /** Builds a policy's refusal error (and says `giveUp`). */
-  refusal(reason: GiveUpReason, make: (context: StaunchErrorOptions) => Error): Error;
-  /** Told of every wait before the attempt that took time. */
-  onWait(reason: WaitReason, duration: number): void;
+  /** The previous attempt's failure: a refusal's cause. */
+  readonly lastError: unknown;
+  /** The request gives up after `attempts` for `reason` (said at its end). */
+  giveUp(reason: GiveUpReason, attempts: number): void;
+  /** Told of every wait before an attempt (`attempt`, else the one admitted) that took time. */
+  onWait(reason: WaitReason, duration: number, attempt?: number): void;
 }
 
 /**
- * Admits one attempt, or throws the refusal `refusal` builds. Synchronous in
+ * Admits one attempt, or throws a policy's {@link refusal}; attempt 1 first
+ * earns the budget its credit. Synchronous in
  * the common case: no concurrency limit, an adaptive limiter not engaged, a
  * closed circuit, a store that answers at once. An open circuit that the
  * request may wait out (see {@link CircuitBreaker.wait}) makes it wait, then
@@ -73,6 +93,7 @@ export function admit(
   policies: Policies,
   now: number = ctx.clock.now(),
 ): Gate | Promise<Gate> {
+  if (ctx.attempt === 1) policies.budget?.credit(ctx.key, now);
   const { concurrency, limiter } = policies;
   if (concurrency === undefined && (limiter === undefined || limiter.pass(ctx.key, now))) {
     const hold = askHold(ctx, policies, now);
@@ -110,7 +131,8 @@ async function holdOut(ctx: AdmitContext, policies: Policies, first: number): Pr
   try {
     for (let ms = first; ms > 0; ms = askHold(ctx, policies)) {
       if (ms > deadline - clock.now()) {
-        throw ctx.refusal(
+        throw refusal(
+          ctx,
           'rate-limited',
           (c) =>
             new RateLimitedError(
@@ -125,6 +147,22 @@ async function holdOut(ctx: AdmitContext, policies: Policies, first: number): Pr
   } finally {
     waited(ctx, 'rate-limit', since);
   }
+}
+
+/** A policy refused the attempt: `giveUp`, then its error (the previous failure its cause). */
+function refusal(
+  ctx: AdmitContext,
+  reason: GiveUpReason,
+  make: (context: StaunchErrorOptions) => Error,
+): Error {
+  const { request, attempt, lastError } = ctx;
+  ctx.giveUp(reason, attempt - 1);
+  return make({
+    method: request.method,
+    url: ctx.url(),
+    attempts: attempt - 1,
+    ...(lastError !== undefined && { cause: scrubbedCause(lastError, request.secrets()) }),
+  });
 }
 
 function waited(ctx: AdmitContext, reason: WaitReason, since: number): void {
@@ -152,8 +190,8 @@ async function admitWaiting(ctx: AdmitContext, policies: Policies, held?: number
         const what = full ? 'queue is full' : 'wait for a slot timed out';
         const message = `${request.method} ${ctx.url()}: concurrency ${what} for ${key}`;
         throw full
-          ? ctx.refusal('queue-full', (c) => new QueueFullError(message, c))
-          : ctx.refusal('queue-timeout', (c) => new QueueTimeoutError(message, c));
+          ? refusal(ctx, 'queue-full', (c) => new QueueFullError(message, c))
+          : refusal(ctx, 'queue-timeout', (c) => new QueueTimeoutError(message, c));
       }
       release = slot.release;
       signal?.throwIfAborted();
@@ -164,7 +202,8 @@ async function admitWaiting(ctx: AdmitContext, policies: Policies, held?: number
       waited(ctx, 'rate-limit', since);
       if (!token.ok) {
         const next = Math.ceil(token.retryAfter);
-        throw ctx.refusal(
+        throw refusal(
+          ctx,
           'rate-limited',
           (c) =>
             new RateLimitedError(
@@ -187,7 +226,8 @@ async function admitWaiting(ctx: AdmitContext, policies: Policies, held?: number
 function circuitOpen(ctx: AdmitContext, retryAfter: number): Error {
   const { request, key } = ctx;
   const next = Math.ceil(retryAfter);
-  return ctx.refusal(
+  return refusal(
+    ctx,
     'circuit-open',
     (c) =>
       new CircuitOpenError(
@@ -276,7 +316,32 @@ async function waitOut(
   const go = await breaker.wait(ctx.key, ctx.deadline - since, ctx.request.signal, spare);
   waited(ctx, 'circuit-open', since);
   if (!go) throw circuitOpen(ctx, retryAfter);
-  return admit(ctx, policies);
+  return admitWaiting(ctx, policies);
+}
+
+/**
+ * Pays for the retry that follows `ctx`'s attempt from the budget, if it costs
+ * one (`chargesBudget`: `charged` by the decision, after `status`): when the
+ * budget holds none, waits for one (a `budget` wait) while the retry, `delay`
+ * ms later, still fits in the deadline. `true` at once when it costs nothing;
+ * `false`: none in time, and the request gives up.
+ */
+export function payRetry(
+  ctx: AdmitContext,
+  policies: Policies | undefined,
+  charged: boolean,
+  status: number | undefined,
+  delay: number,
+): true | Promise<boolean> {
+  if (policies?.budget === undefined) return true;
+  const { budget, breaker, limiter } = policies;
+  const open = (): boolean => breaker?.refusing(ctx.key) === true;
+  if (!chargesBudget(charged, status, limiter !== undefined, open)) return true;
+  const taken = budget.take(ctx.key, ctx.deadline - delay, ctx.request.signal, open);
+  return taken.then((waited) => {
+    if (waited !== false && waited > 0) ctx.onWait('budget', waited, ctx.attempt + 1);
+    return waited !== false;
+  });
 }
 
 /** How one attempt ended, as the policies learn from it. */

@@ -11,7 +11,8 @@
  * | other statuses in `retry.statuses`, maybe-sent error | replayable only    |
  * | any other status                                     | never              |
  */
-import { DeadlineExceededError } from '../errors.js';
+import { DeadlineExceededError, networkFailure } from '../errors.js';
+import { scrubError } from '../internal/redact.js';
 import {
   type HeaderSource,
   parseRetryAfter,
@@ -206,6 +207,24 @@ export function classifyError(error: unknown): ErrorKind {
   if (UNSENT_CODES.has(code)) return 'unsent';
   if (FATAL_CODES.has(code)) return 'fatal';
   return 'maybe-sent';
+}
+
+/**
+ * What the caller is thrown for `error`, a failure without a response that ends
+ * `request` (its `url` redacted) after `attempts`: a `NetworkError`, scrubbed of
+ * the request's secrets. A deadline, or the caller's own mistake, as it is.
+ */
+export function thrownFor(
+  error: unknown,
+  request: { readonly method: string; secrets(): readonly string[] },
+  url: string,
+  attempts: number,
+): unknown {
+  if (error instanceof DeadlineExceededError) return error;
+  scrubError(error, request.secrets());
+  if (isInvalidRequest(error)) return error; // the caller's mistake, as the runtime made it
+  const maybeSent = classifyError(error) === 'maybe-sent';
+  return networkFailure(request.method, url, attempts, error, errorCode(error), maybeSent);
 }
 
 /** Who may retry a response with this status, given the configured retryable `statuses`. */

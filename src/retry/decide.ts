@@ -9,7 +9,7 @@
 import type { GiveUpReason, RetryReason } from '../events.js';
 import type { Random } from '../internal/clock.js';
 import type { RetryScope } from './classify.js';
-import type { PacingSource } from './server-delay.js';
+import type { PacingSource, ServerPacing } from './server-delay.js';
 
 /** How an attempt ended, as the decision needs it. */
 export interface AttemptVerdict {
@@ -26,6 +26,22 @@ export interface AttemptVerdict {
    * is still in flight, classify.ts) is retried charged to nothing. @default false
    */
   readonly inFlight?: boolean;
+}
+
+/**
+ * What an attempt that is not handed back taught (executor/learn.ts): the
+ * retry table's verdict, and how to go on.
+ */
+export interface Lesson extends AttemptVerdict {
+  readonly status: number | undefined;
+  readonly code: string | undefined;
+  /** What kind of refusal a classifier saw (`llm()`: `requests`, `tokens`, a quota code…). */
+  readonly kind: string | undefined;
+  readonly pacing: ServerPacing | undefined;
+  /** A 422 to a keyed request: its key was used before with another payload. */
+  readonly mismatch?: boolean;
+  /** Clock time the attempt ended. */
+  readonly done: number;
 }
 
 /** Everything the decision depends on besides the verdict. */

@@ -4,7 +4,7 @@
  * one logical request never turns into a storm however many layers retry.
  *
  * Where each decision lives, all in this file:
- * - does this retry cost a token? `chargesBudget`;
+ * - does this retry cost a token? `chargesBudget` (paid by `payRetry`, policy/gate.ts);
  * - is there a token? `budgetWithdraw` (the store operation), which
  *   `RetryBudget.take` calls and, when there is none, waits for the floor;
  * - what a first attempt earns: `budgetDeposit`.

@@ -10,11 +10,11 @@
 import type { Flight } from '../../executor/flight.js';
 import { learn } from '../../executor/learn.js';
 import { race, raceAbortable } from '../../executor/race.js';
-import type { Lesson, Sent } from '../../executor/types.js';
 import { noop } from '../../internal/clock.js';
 import type { Outcome } from '../../request.js';
 import { errorCode } from '../../retry/classify.js';
-import { feedback, type Gate } from '../gate.js';
+import type { Lesson } from '../../retry/decide.js';
+import { feedback, type Gate, type Sent } from '../gate.js';
 import { admitHedge, hedgeDelay } from './admit.js';
 
 /** How a round ended: a response to hand back (`lesson` undefined), or the failure to decide on. */
