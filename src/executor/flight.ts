@@ -3,6 +3,7 @@
  * is also the policies' admission context, its own attempt under way (a hedge
  * is one of its own) and an adapter's ticket for attempt 1. How each attempt
  * ended is said here, and the request's end, once: `giveUp` if it gave up, then `end`.
+ * With the executor's settings it reads (`Setup`) and a failed attempt (`Failure`).
  */
 import {
   type DeadlineExceededError,
@@ -20,14 +21,32 @@ import {
 } from '../events.js';
 import { type Clock, noop } from '../internal/clock.js';
 import { redactUrl } from '../internal/redact.js';
+import type { ExecutorOptions } from '../options.js';
 import { type AdmitContext, type Gate, OPEN_GATE, type Sent } from '../policy/gate.js';
+import type { LatencyTracker } from '../policy/hedge/latency.js';
 import type { Exchange, FirstTicket, LogicalRequest, Outcome } from '../request.js';
 import { errorCode, replayedBy, thrownFor } from '../retry/classify.js';
-import type { Failure, Setup } from './types.js';
+import type { Lesson, RetryContext } from '../retry/decide.js';
+import type { ResponsePacing } from '../retry/server-delay.js';
+
+/** The executor's settings as its parts read them (`policies`: none when all are off). */
+export interface Setup extends Readonly<Omit<ExecutorOptions, 'pacing'>> {
+  readonly pacing: ResponsePacing;
+  /** Time to headers of successes per key, for `hedge.delay: 'auto'`. */
+  readonly latency: LatencyTracker;
+}
+
+/** An attempt that failed, or answered a status the retry table reads. */
+export interface Failure<R> {
+  readonly outcome: Outcome<R>;
+  readonly lesson: Lesson;
+}
 
 type Fields<E> = { [K in keyof E]?: E[K] | undefined };
 
-export class Flight<R> implements AdmitContext, FirstTicket, Sent {
+export class Flight<R> implements AdmitContext, RetryContext, FirstTicket, Sent {
+  /** The policy key: the adapter's, else what the `key` option says ('' without policies). */
+  readonly key: string;
   /** Clock times the request began, and its total deadline expires. */
   readonly began: number;
   readonly deadline: number;
@@ -53,9 +72,10 @@ export class Flight<R> implements AdmitContext, FirstTicket, Sent {
     readonly setup: Setup,
     readonly request: LogicalRequest,
     readonly exchange: Exchange<R>,
-    readonly key: string,
-    began: number,
+    key?: string,
+    began: number = setup.clock.now(),
   ) {
+    this.key = key ?? setup.policies?.key(request) ?? '';
     this.began = began;
     this.deadline = this.began + request.timeout.total;
   }

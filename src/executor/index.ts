@@ -10,13 +10,12 @@ import { LatencyTracker } from '../policy/hedge/latency.js';
 import { hedged } from '../policy/hedge/round.js';
 import { isPromiseLike } from '../policy/store-call.js';
 import type { Exchange, FirstSink, FirstTicket, LogicalRequest, Outcome } from '../request.js';
-import type { Lesson } from '../retry/decide.js';
+import { decideNext, type Lesson } from '../retry/decide.js';
 import { responsePacing } from '../retry/server-delay.js';
-import { Flight } from './flight.js';
+import { type Failure, Flight, type Setup } from './flight.js';
 import { learn } from './learn.js';
 import { race } from './race.js';
-import type { Failure, Setup } from './types.js';
-import { next, retryAfter } from './wait.js';
+import { retryAfter } from './wait.js';
 
 export type { ExecutorOptions } from '../options.js';
 export type { Exchange, FirstSink, FirstTicket, LogicalRequest, Outcome } from '../request.js';
@@ -39,7 +38,7 @@ export class Executor {
 
   /** Runs `request` through `exchange` until it succeeds, gives up or runs out of time. */
   run<R>(request: LogicalRequest, exchange: Exchange<R>): Promise<R> {
-    return this.#loop(this.#flight(request, exchange), undefined, undefined);
+    return this.#loop(new Flight(this.#setup, request, exchange), undefined, undefined);
   }
 
   /**
@@ -57,7 +56,7 @@ export class Executor {
   ): FirstTicket | undefined {
     // One reading of the clock: begun, admitted and left at the same instant when nothing waits.
     const now = this.#setup.clock.now();
-    const flight = this.#flight(request, exchange, key, now);
+    const flight = new Flight(this.#setup, request, exchange, key, now);
     try {
       const gate = this.#admit(flight, now);
       // A hedged request races its attempts in the loop: the adapter sends none of them itself.
@@ -100,16 +99,6 @@ export class Executor {
     return (ticket as Flight<unknown>).expired();
   }
 
-  #flight<R>(
-    request: LogicalRequest,
-    exchange: Exchange<R>,
-    key?: string,
-    now: number = this.#setup.clock.now(),
-  ): Flight<R> {
-    const setup = this.#setup;
-    return new Flight(setup, request, exchange, key ?? setup.policies?.key(request) ?? '', now);
-  }
-
   /**
    * The loop: admit and send an attempt, learn, decide; then hand back, stop,
    * or wait and go again. {@link first} enters it with attempt 1's admission
@@ -137,7 +126,7 @@ export class Executor {
             return flight.handOver(outcome as Extract<Outcome<R>, { ok: true }>);
           failed = { outcome, lesson };
         }
-        const decision = next(flight, failed.lesson);
+        const decision = decideNext(flight, failed.lesson);
         if (decision.action === 'done') return flight.stop(failed);
         if (decision.action === 'give-up')
           return flight.stop(failed, decision.reason, decision.delay);

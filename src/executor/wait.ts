@@ -1,32 +1,12 @@
 /**
- * After an attempt that was not handed back: the decision (retry/decide.ts), the budget's charge
- * (`payRetry`, policy/gate.ts), `retry` (said when decided, before the wait), and the wait itself.
+ * After an attempt that was not handed back and decided on (`decideNext`, retry/decide.ts): the
+ * budget's charge (`payRetry`, policy/gate.ts), `retry` (said before the wait), and the wait itself.
  */
 import { defined, emit, type GiveUpReason } from '../events.js';
 import { sleepUnder } from '../internal/signals.js';
 import { payRetry } from '../policy/gate.js';
-import { type Decision, decide, type Lesson } from '../retry/decide.js';
-import type { Flight } from './flight.js';
-import type { Failure } from './types.js';
-
-/** What follows `lesson`, by the retry table and the delay rules. */
-export function next(flight: Flight<unknown>, lesson: Lesson): Decision {
-  const { request, exchange, attempt, previousDelay, setup } = flight;
-  const { pacing } = lesson;
-  const { retry } = request;
-  return decide(lesson, {
-    replayable: request.replayable,
-    resendable: () => exchange.resendable(lesson.reason === 'unsent'),
-    attempt,
-    attempts: retry.attempts,
-    timeLeft: flight.deadline - lesson.done,
-    hint: pacing?.delay,
-    hintSource: pacing?.source,
-    maxRetryAfter: retry.maxRetryAfter,
-    backoff: () => retry.backoff(attempt, previousDelay, setup.random),
-    random: setup.random,
-  });
-}
+import type { Decision } from '../retry/decide.js';
+import type { Failure, Flight } from './flight.js';
 
 /**
  * The retry `decision` of `failed` goes: paid from the budget, said, waited.

@@ -8,6 +8,7 @@
  */
 import type { GiveUpReason, RetryReason } from '../events.js';
 import type { Random } from '../internal/clock.js';
+import type { ResolvedRetryOptions } from '../options.js';
 import type { RetryScope } from './classify.js';
 import type { PacingSource, ServerPacing } from './server-delay.js';
 
@@ -64,6 +65,21 @@ export interface DecisionInput {
   /** The backoff schedule's delay for this retry (only read when there is no hint). */
   readonly backoff: () => number;
   readonly random: Random;
+}
+
+/**
+ * What the decision reads of a request on its way, to build its
+ * {@link DecisionInput} ({@link decideNext}); the executor's flight is one.
+ */
+export interface RetryContext {
+  readonly request: { readonly replayable: boolean; readonly retry: ResolvedRetryOptions };
+  readonly exchange: { resendable(unsent: boolean): boolean };
+  /** The attempt that ended, 1 for the first; the backoff's own previous delay. */
+  readonly attempt: number;
+  readonly previousDelay: number;
+  /** Clock time the total deadline expires. */
+  readonly deadline: number;
+  readonly setup: { readonly random: Random };
 }
 
 /** What to do after an attempt. */
@@ -129,4 +145,23 @@ export function decide(verdict: AttemptVerdict, input: DecisionInput): Decision 
     source: 'backoff',
     charged: !verdict.stale && verdict.inFlight !== true,
   };
+}
+
+/** What follows `lesson`, the attempt of `ctx` that just ended: {@link decide} on what `ctx` says. */
+export function decideNext(ctx: RetryContext, lesson: Lesson): Decision {
+  const { request, exchange, attempt, previousDelay, setup } = ctx;
+  const { pacing } = lesson;
+  const { retry } = request;
+  return decide(lesson, {
+    replayable: request.replayable,
+    resendable: () => exchange.resendable(lesson.reason === 'unsent'),
+    attempt,
+    attempts: retry.attempts,
+    timeLeft: ctx.deadline - lesson.done,
+    hint: pacing?.delay,
+    hintSource: pacing?.source,
+    maxRetryAfter: retry.maxRetryAfter,
+    backoff: () => retry.backoff(attempt, previousDelay, setup.random),
+    random: setup.random,
+  });
 }
