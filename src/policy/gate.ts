@@ -82,11 +82,11 @@ export interface AdmitContext {
 
 /**
  * Admits one attempt, or throws a policy's {@link refusal}; attempt 1 first
- * earns the budget its credit. Synchronous in
- * the common case: no concurrency limit, an adaptive limiter not engaged, a
- * closed circuit, a store that answers at once. An open circuit that the
- * request may wait out (see {@link CircuitBreaker.wait}) makes it wait, then
- * admission starts again from the first gate: no attempt is spent on it.
+ * earns the budget its credit. Synchronous in the common case: no concurrency
+ * limit, an adaptive limiter not engaged, a closed circuit, a store that
+ * answers at once. An open circuit that the request may wait out (see
+ * {@link CircuitBreaker.wait}) makes it wait, then admission starts again
+ * from the first gate: no attempt is spent on it.
  */
 export function admit(
   ctx: AdmitContext,
