@@ -12,10 +12,11 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
+import * as undici from 'undici';
 import { DRAIN_LIMIT } from '../internal/limits.js';
-import { type Caller, type CallerController, deliverError } from './caller.js';
-import { LegacyCaller } from './legacy.js';
-import { LEGACY_NATIVE, LegacyLink, ResponseHead, rawOf } from './native.js';
+import { type CallerController, deliverError } from './caller.js';
+import { LegacyCaller, type RawController } from './legacy.js';
+import { hasQuotaRaw, LEGACY_NATIVE, LegacyLink, rawHeader } from './native.js';
 import { afterNextPoll, expectSend, markIfStale, type Probe } from './stale.js';
 
 type Controller = Dispatcher.DispatchController;
@@ -29,7 +30,16 @@ const NO_HEADERS: IncomingHttpHeaders = Object.freeze({});
 /** Where an attempt is: sent (no response yet), its response waiting, released, handed on, over. */
 type Phase = 'sent' | 'wait' | 'discard' | 'forward' | 'done';
 
-export class Attempt extends ResponseHead implements Handler, Probe, Caller {
+export class Attempt implements Handler, Probe {
+  /** undici's raw headers, where it gave them (undici 7). */
+  rawHeaders: Buffer[] | undefined;
+  /**
+   * The headers parsed, or `undefined` while there are only the raw ones (a
+   * {@link LegacyLink}'s): parsed when first read whole. Until then `get` and
+   * `hasQuotaHeaders` read the raw ones, as the executor reads a success's
+   * headers (call.ts).
+   */
+  #headers: IncomingHttpHeaders | undefined = NO_HEADERS;
   status = 0;
   statusText: string | undefined;
   /** undici's raw trailers, where its controller carries them (undici 7). */
@@ -44,7 +54,7 @@ export class Attempt extends ResponseHead implements Handler, Probe, Caller {
   /** An abort asked for before undici called `onRequestStart`. */
   #abortReason: Error | undefined;
   /** The caller's side of the logical request, for a retried attempt (attempt 1 is its own). */
-  readonly #owner: Caller | undefined;
+  readonly #owner: Attempt | undefined;
   #resolve: ((attempt: Attempt) => void) | undefined;
   #reject: ((error: unknown) => void) | undefined;
   /** Body chunks held until the caller takes them (allocated on the first one). */
@@ -61,17 +71,40 @@ export class Attempt extends ResponseHead implements Handler, Probe, Caller {
   /** The caller's handler threw and was given its error (`fail`). */
   #failed = false;
 
-  constructor(owner?: Caller) {
-    super();
+  constructor(owner?: Attempt) {
     this.#owner = owner;
   }
 
+  /** An attempt's `onRequestStart`: the caller is told once, with that attempt's context. */
   started(context: unknown): void {
     this.#owner?.started(context);
   }
 
+  /** A 1xx response of an attempt. */
   informational(status: number, headers: IncomingHttpHeaders, text: string | undefined): void {
     this.#owner?.informational(status, headers, text);
+  }
+
+  get headers(): IncomingHttpHeaders {
+    this.#headers ??=
+      this.rawHeaders === undefined
+        ? NO_HEADERS
+        : (undici.util.parseHeaders(this.rawHeaders) as IncomingHttpHeaders);
+    return this.#headers;
+  }
+
+  /** The headers are still only raw. */
+  get unparsed(): boolean {
+    return this.#headers === undefined;
+  }
+
+  /** One header, from the raw headers (server-delay.ts reads a source with `get`). */
+  get(name: string): string | undefined {
+    return rawHeader(this.rawHeaders ?? [], name);
+  }
+
+  hasQuotaHeaders(): boolean {
+    return hasQuotaRaw(this.rawHeaders ?? []);
   }
 
   /**
@@ -83,14 +116,17 @@ export class Attempt extends ResponseHead implements Handler, Probe, Caller {
     dispatch: Dispatcher.Dispatch,
     opts: Dispatcher.DispatchOptions,
     signal: AbortSignal,
-    caller: Caller,
+    owner: Attempt,
     once: boolean,
   ): Promise<Attempt> {
     return new Promise<Attempt>((resolve, reject) => {
-      const attempt = new Attempt(caller);
+      const attempt = new Attempt(owner);
       attempt.#resolve = resolve;
       attempt.#reject = reject;
-      signal.addEventListener('abort', () => attempt.abort(signal.reason as Error));
+      // Until its response: the executor's deadline or abort.
+      signal.addEventListener('abort', () => {
+        if (attempt.phase === 'sent') attempt.abortDispatch(signal.reason as Error);
+      });
       attempt.dispatchOn(dispatch, opts, once);
     });
   }
@@ -125,11 +161,6 @@ export class Attempt extends ResponseHead implements Handler, Probe, Caller {
     }
   }
 
-  /** Aborts the dispatch before its response (the executor's deadline or abort). */
-  abort(reason: Error): void {
-    if (this.phase === 'sent') this.abortDispatch(reason);
-  }
-
   /** Aborts the dispatch, now or as soon as undici starts it. */
   protected abortDispatch(reason: Error): void {
     if (this.controller === undefined) this.#abortReason = reason;
@@ -148,29 +179,17 @@ export class Attempt extends ResponseHead implements Handler, Probe, Caller {
     expectSend(this);
   }
 
+  /** A {@link LegacyLink} gives no `headers`, only `raw` ones: parsed if read whole. */
   onResponseStart(
-    controller: Controller,
-    statusCode: number,
-    headers: IncomingHttpHeaders,
-    statusMessage?: string,
-  ): void {
-    this.#start(controller, statusCode, headers ?? NO_HEADERS, undefined, statusMessage);
-  }
-
-  /** The response's start with undici's raw headers, parsed only if read whole (native.ts). */
-  rawResponseStart(controller: Controller, status: number, raw: Buffer[], text?: string): void {
-    this.#start(controller, status, undefined, raw, text);
-  }
-
-  #start(
     c: Controller,
     status: number,
     headers: IncomingHttpHeaders | undefined,
-    raw: Buffer[] | undefined,
-    text: string | undefined,
+    text?: string,
+    raw?: Buffer[],
   ): void {
     if (this.phase !== 'sent') return;
-    this.setHead(headers, raw ?? rawOf(c, 'rawHeaders'));
+    this.#headers = headers;
+    this.rawHeaders = raw ?? (c as RawController).rawHeaders ?? undefined;
     if (status < 200) {
       this.informational(status, this.headers, text);
       return;
@@ -233,7 +252,7 @@ export class Attempt extends ResponseHead implements Handler, Probe, Caller {
 
   onResponseEnd(controller: Controller, trailers: IncomingHttpHeaders): void {
     this.#ended = true;
-    this.rawTrailers = rawOf(controller, 'rawTrailers');
+    this.rawTrailers = (controller as RawController).rawTrailers ?? undefined;
     this.#trailers = trailers;
     if (this.phase === 'discard') this.#finishDiscard();
     else if (this.phase === 'forward') this.flush();

@@ -30,7 +30,6 @@ import {
 import { errorCode } from '../retry/classify.js';
 import type { HeaderSource } from '../retry/server-delay.js';
 import { Attempt } from './attempt.js';
-import type { Caller } from './caller.js';
 import type { UndiciRuntime } from './client.js';
 import { hasHeader, headerPairs, withHeader } from './headers.js';
 import { KeptBody, keepBody } from './kept-body.js';
@@ -91,7 +90,7 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   /** Attempts come and go beside undici's own timers: their deadlines go on the steady list. */
   readonly steadyDeadlines = true;
   /** The caller's side of the request, which every attempt tells of its start and its 1xx. */
-  readonly #caller: Caller;
+  readonly #caller: Attempt;
   /** The header that carries each attempt's time left: none when the caller set it. */
   readonly #deadline: ResolvedDeadlineHeader | undefined;
   readonly #rawReads: boolean;
@@ -100,7 +99,7 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   constructor(
     dispatch: Dispatcher.Dispatch,
     opts: Dispatcher.DispatchOptions,
-    caller: Caller,
+    caller: Attempt,
     method: string,
     origin: string,
     path: string,
@@ -204,7 +203,7 @@ export function prepare(
   opts: StaunchDispatchOptions,
   signal: AbortSignal,
   mark: boolean,
-  caller: Caller,
+  caller: Attempt,
 ): DispatchCall {
   let base: Dispatcher.DispatchOptions = opts;
   let staunch: unknown;

@@ -11,7 +11,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import * as undici from 'undici';
 
-type Controller = Dispatcher.DispatchController & {
+/** undici's controller with the raw head undici 7's carry (undici 8's carry none). */
+export type RawController = Dispatcher.DispatchController & {
   readonly rawHeaders?: Buffer[] | null | undefined;
   readonly rawTrailers?: Buffer[] | null | undefined;
 };
@@ -68,20 +69,6 @@ const WRAPPER: unknown = (() => {
     : undefined;
 })();
 
-/**
- * The legacy face of `handler` when it is undici 7's wrapper of a legacy
- * caller (what an interceptor of `compose` gets from `undici.request`): its
- * `onConnect`, `onHeaders`, `onData`, `onComplete` and `onError` are the
- * caller's own, called straight through, so an interceptor that speaks the
- * legacy API to the dispatcher below spares undici's two conversions (the
- * headers parsed, rebuilt as Buffers, parsed again). Otherwise `undefined`.
- */
-function legacyFaceOf(handler: object): LegacyHandler | undefined {
-  return WRAPPER !== undefined && handler.constructor === WRAPPER
-    ? (handler as LegacyHandler)
-    : undefined;
-}
-
 function toRaw(headers: IncomingHttpHeaders): Buffer[] {
   const raw: Buffer[] = [];
   for (const [name, value] of Object.entries(headers)) {
@@ -95,14 +82,18 @@ function toRaw(headers: IncomingHttpHeaders): Buffer[] {
 }
 
 /**
- * The caller's handler on the current API: `handler` itself, the legacy
- * caller inside undici 7's `compose` wrapper, or any other legacy handler,
- * each adapted by {@link LegacyCaller}.
+ * The caller's handler on the current API: `handler` itself, or a legacy
+ * handler adapted by {@link LegacyCaller}. undici 7's `compose` wrapper of a
+ * legacy caller (what an interceptor gets from `undici.request`) counts as
+ * legacy: its `onConnect`, `onHeaders`, `onData`, `onComplete` and `onError`
+ * are the caller's own, called straight through, which spares undici's two
+ * conversions (the headers parsed, rebuilt as Buffers, parsed again).
  */
 export function currentApi(handler: object): Dispatcher.DispatchHandler {
-  const legacy = legacyFaceOf(handler);
-  if (legacy !== undefined) return new LegacyCaller(legacy);
-  return isNewApi(handler) ? handler : new LegacyCaller(handler as LegacyHandler);
+  if ((WRAPPER !== undefined && handler.constructor === WRAPPER) || !isNewApi(handler)) {
+    return new LegacyCaller(handler as LegacyHandler);
+  }
+  return handler as Dispatcher.DispatchHandler;
 }
 
 export class LegacyCaller implements Dispatcher.DispatchHandler {
@@ -112,12 +103,12 @@ export class LegacyCaller implements Dispatcher.DispatchHandler {
     this.#handler = handler;
   }
 
-  onRequestStart(controller: Controller, context: unknown): void {
+  onRequestStart(controller: RawController, context: unknown): void {
     this.#handler.onConnect?.((reason) => controller.abort(reason as Error), context);
   }
 
   onResponseStart(
-    controller: Controller,
+    controller: RawController,
     statusCode: number,
     headers: IncomingHttpHeaders,
     statusMessage?: string,
@@ -130,15 +121,15 @@ export class LegacyCaller implements Dispatcher.DispatchHandler {
     }
   }
 
-  onResponseData(controller: Controller, chunk: Buffer): void {
+  onResponseData(controller: RawController, chunk: Buffer): void {
     if (this.#handler.onData?.(chunk) === false) controller.pause();
   }
 
-  onResponseEnd(controller: Controller, trailers: IncomingHttpHeaders): void {
+  onResponseEnd(controller: RawController, trailers: IncomingHttpHeaders): void {
     this.#handler.onComplete?.(controller.rawTrailers ?? toRaw(trailers));
   }
 
-  onResponseError(_controller: Controller, error: Error): void {
+  onResponseError(_controller: RawController, error: Error): void {
     const h = this.#handler;
     if (typeof h.onError !== 'function') throw error;
     h.onError(error);

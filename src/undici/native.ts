@@ -14,51 +14,12 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import * as undici from 'undici';
 import { isQuotaHeader, quotaNameLength } from '../retry/server-delay.js';
+import type { Attempt } from './attempt.js';
 import { isNewApi, type LegacyHandler } from './legacy.js';
 
 type Controller = Dispatcher.DispatchController;
 
 const NO_TRAILERS: IncomingHttpHeaders = Object.freeze({});
-const NO_HEADERS = NO_TRAILERS;
-
-/**
- * A response's head as an attempt keeps it: the headers parsed, or only
- * undici's raw ones (a {@link LegacyLink}'s), parsed when first read whole.
- * Until then `get` and `hasQuotaHeaders` read the raw ones: the executor
- * reads a success's headers through them (call.ts), without parsing.
- */
-export class ResponseHead {
-  /** undici's raw headers, where it gave them (undici 7). */
-  rawHeaders: Buffer[] | undefined;
-  #headers: IncomingHttpHeaders | undefined = NO_HEADERS;
-
-  protected setHead(headers: IncomingHttpHeaders | undefined, raw: Buffer[] | undefined): void {
-    this.#headers = headers;
-    this.rawHeaders = raw;
-  }
-
-  get headers(): IncomingHttpHeaders {
-    this.#headers ??=
-      this.rawHeaders === undefined
-        ? NO_HEADERS
-        : (undici.util.parseHeaders(this.rawHeaders) as IncomingHttpHeaders);
-    return this.#headers;
-  }
-
-  /** The headers are still only raw. */
-  get unparsed(): boolean {
-    return this.#headers === undefined;
-  }
-
-  /** One header, from the raw headers (server-delay.ts reads a source with `get`). */
-  get(name: string): string | undefined {
-    return rawHeader(this.rawHeaders ?? [], name);
-  }
-
-  hasQuotaHeaders(): boolean {
-    return hasQuotaRaw(this.rawHeaders ?? []);
-  }
-}
 
 /**
  * Whether undici's `Agent` converts a current-API handler to the legacy API
@@ -90,32 +51,22 @@ export const LEGACY_NATIVE: boolean = (() => {
   );
 })();
 
-/** What a {@link LegacyLink} calls of its attempt (attempt.ts): undici's current API, and raw headers. */
-export interface LinkedAttempt {
-  onRequestStart(controller: Controller, context: unknown): void;
-  rawResponseStart(controller: Controller, status: number, raw: Buffer[], text?: string): void;
-  onResponseData(controller: Controller, chunk: Buffer): void;
-  onResponseEnd(controller: Controller, trailers: IncomingHttpHeaders): void;
-  onResponseError(controller: Controller | undefined, error: Error): void;
-}
-
 /**
  * An attempt as undici 7's connections call it, and the controller the
  * attempt drives that dispatch with (`abort`, `pause`, `resume`), with the
  * raw headers undici read.
  */
 export class LegacyLink implements LegacyHandler, Controller {
-  readonly #attempt: LinkedAttempt;
+  readonly #attempt: Attempt;
   #abort: ((reason?: Error) => void) | undefined;
   #resume: (() => void) | undefined;
   // The controller's state, plain fields: only the attempt holds this link.
   paused = false;
   aborted = false;
   reason: Error | null = null;
-  rawHeaders: Buffer[] | null = null;
   rawTrailers: Buffer[] | null = null;
 
-  constructor(attempt: LinkedAttempt) {
+  constructor(attempt: Attempt) {
     this.#attempt = attempt;
   }
 
@@ -152,9 +103,8 @@ export class LegacyLink implements LegacyHandler, Controller {
     statusText?: string,
   ): boolean {
     this.#resume = resume;
-    this.rawHeaders = rawHeaders;
-    // Not parsed here: the attempt parses them if someone reads them whole (ResponseHead).
-    this.#attempt.rawResponseStart(this, statusCode, rawHeaders, statusText);
+    // Not parsed here: the attempt parses them if someone reads them whole.
+    this.#attempt.onResponseStart(this, statusCode, undefined, statusText, rawHeaders);
     return !this.paused;
   }
 
@@ -176,14 +126,6 @@ export class LegacyLink implements LegacyHandler, Controller {
   onError(error: Error): void {
     this.#attempt.onResponseError(this, error);
   }
-}
-
-/** Reads the raw headers off undici 7's controllers (undici 8's carry none). */
-export function rawOf(
-  controller: Controller,
-  which: 'rawHeaders' | 'rawTrailers',
-): Buffer[] | undefined {
-  return (controller as { [k in typeof which]?: Buffer[] | null })[which] ?? undefined;
 }
 
 /**
