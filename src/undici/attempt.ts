@@ -15,8 +15,8 @@ import type { Dispatcher } from 'undici';
 import * as undici from 'undici';
 import { DRAIN_LIMIT } from '../internal/limits.js';
 import { type CallerController, deliverError } from './caller.js';
-import { LegacyCaller, type RawController } from './legacy.js';
-import { hasQuotaRaw, LEGACY_NATIVE, LegacyLink, rawHeader } from './native.js';
+import { LEGACY_NATIVE, LegacyCaller, type RawController } from './legacy.js';
+import { hasQuotaRaw, LegacyLink, rawHeader } from './native.js';
 import { afterNextPoll, expectSend, markIfStale, type Probe } from './stale.js';
 
 type Controller = Dispatcher.DispatchController;

@@ -33,41 +33,50 @@ export interface LegacyHandler {
 }
 
 /** Does this handler speak the new API? (undici's own test: `onRequestStart` present.) */
-export function isNewApi(handler: object): handler is Dispatcher.DispatchHandler {
+function isNewApi(handler: object): handler is Dispatcher.DispatchHandler {
   return typeof (handler as Dispatcher.DispatchHandler).onRequestStart === 'function';
 }
 
 /**
- * The class undici 7's `compose` wraps a legacy caller's handler in before
- * an interceptor sees it (`WrapHandler`, not exported), found once by
- * composing a probe; `undefined` where `compose` wraps nothing (undici 8).
+ * undici's own handler conversions, found once by a probe through a composed
+ * `Agent` whose origin's dispatcher only records the handler it gets (no
+ * connection is made). `WRAPPER`: the class undici 7's `compose` wraps a
+ * legacy caller's handler in before an interceptor sees it (`WrapHandler`,
+ * not exported); `undefined` where `compose` wraps nothing (undici 8).
+ * `LEGACY_NATIVE`: the `Agent` converts a current-API handler to the legacy
+ * API before its connections see it (undici 7; native.ts).
  */
-const WRAPPER: unknown = (() => {
+const [WRAPPER, LEGACY_NATIVE] = ((): [unknown, boolean] => {
   const caller: LegacyHandler = { onHeaders: () => true };
-  let seen: unknown;
-  class Probe extends undici.Dispatcher {
-    override dispatch(): boolean {
+  const current: Dispatcher.DispatchHandler = { onRequestStart() {}, onResponseError() {} };
+  let wrapped: Partial<Dispatcher.DispatchHandler & LegacyHandler> | undefined;
+  let seen: LegacyHandler | undefined;
+  class Recorder extends undici.Dispatcher {
+    override dispatch(_opts: unknown, handler: unknown): boolean {
+      seen = handler as LegacyHandler;
       return true;
     }
   }
   try {
-    const probe = new Probe().compose((_dispatch) => (_opts, handler) => {
-      seen = handler;
-      return true;
+    const agent = new undici.Agent({ factory: () => new Recorder() as never });
+    const probe = agent.compose((dispatch) => (opts, handler) => {
+      wrapped = handler as typeof wrapped;
+      return dispatch(opts, current);
     });
     probe.dispatch({ origin: 'http://127.0.0.1', path: '/', method: 'GET' }, caller as never);
   } catch {
-    return undefined;
+    return [undefined, false];
   }
-  if (seen === caller || typeof seen !== 'object' || seen === null) return undefined;
-  const wrapped = seen as Partial<Dispatcher.DispatchHandler & LegacyHandler>;
-  const kind: unknown = wrapped.constructor;
-  return typeof wrapped.onRequestStart === 'function' &&
+  const native = seen !== current && typeof seen?.onHeaders === 'function' && !isNewApi(seen);
+  const isWrapper =
+    wrapped !== caller &&
+    typeof wrapped?.onRequestStart === 'function' &&
     typeof wrapped.onHeaders === 'function' &&
-    kind !== Object
-    ? kind
-    : undefined;
+    wrapped.constructor !== Object;
+  return [isWrapper ? wrapped!.constructor : undefined, native];
 })();
+
+export { LEGACY_NATIVE };
 
 function toRaw(headers: IncomingHttpHeaders): Buffer[] {
   const raw: Buffer[] = [];

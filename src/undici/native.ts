@@ -15,41 +15,11 @@ import type { Dispatcher } from 'undici';
 import * as undici from 'undici';
 import { isQuotaHeader, quotaNameLength } from '../retry/server-delay.js';
 import type { Attempt } from './attempt.js';
-import { isNewApi, type LegacyHandler } from './legacy.js';
+import type { LegacyHandler } from './legacy.js';
 
 type Controller = Dispatcher.DispatchController;
 
 const NO_TRAILERS: IncomingHttpHeaders = Object.freeze({});
-
-/**
- * Whether undici's `Agent` converts a current-API handler to the legacy API
- * before its connections see it (undici 7), found once by dispatching a
- * probe through an `Agent` whose origin's dispatcher only records the
- * handler it gets: no connection is made.
- */
-export const LEGACY_NATIVE: boolean = (() => {
-  let seen: unknown;
-  class Recorder extends undici.Dispatcher {
-    override dispatch(_opts: unknown, handler: unknown): boolean {
-      seen = handler;
-      return true;
-    }
-  }
-  const probe: Dispatcher.DispatchHandler = { onRequestStart() {}, onResponseError() {} };
-  try {
-    const agent = new undici.Agent({ factory: () => new Recorder() as never });
-    agent.dispatch({ origin: 'http://127.0.0.1', path: '/', method: 'GET' }, probe);
-  } catch {
-    return false;
-  }
-  return (
-    typeof seen === 'object' &&
-    seen !== null &&
-    seen !== probe &&
-    !isNewApi(seen) &&
-    typeof (seen as LegacyHandler).onHeaders === 'function'
-  );
-})();
 
 /**
  * An attempt as undici 7's connections call it, and the controller the
