@@ -307,9 +307,7 @@ export class Attempt implements Handler, Probe {
 
   #finishDiscard(): void {
     this.phase = 'done';
-    const done = this.#discarded;
-    this.#discarded = undefined;
-    done?.();
+    this.#discarded?.();
   }
 
   /** Hands the waiting response to the caller's `handler`: its start, then what is held. */
@@ -374,9 +372,7 @@ export class Attempt implements Handler, Probe {
    * callback or from undici's parser, where a throw would be lost.
    */
   fail(error: unknown): void {
-    const handler = this.#handler;
-    const controller = this.#callerController;
-    if (handler === undefined || controller === undefined || this.#failed) return;
+    if (this.#failed) return;
     this.#failed = true;
     this.phase = 'done';
     this.#chunks = undefined;
@@ -385,7 +381,7 @@ export class Attempt implements Handler, Probe {
       this.#error = reason;
       this.controller?.abort(reason);
     }
-    deliverError(handler, controller, reason);
+    deliverError(this.#handler!, this.#callerController!, reason);
   }
 
   pauseSocket(): void {

@@ -7,8 +7,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Dispatcher } from 'undici';
-import type { DeadlineHeader } from '../deadline-header.js';
-import { deadlineValue, type ResolvedDeadlineHeader } from '../deadline-header.js';
+import {
+  type DeadlineHeader,
+  deadlineValue,
+  type ResolvedDeadlineHeader,
+} from '../deadline-header.js';
 import { NetworkError, SsrfBlockedError } from '../errors.js';
 import type { Exchange, LogicalRequest } from '../executor/index.js';
 import { collectSecrets } from '../internal/redact.js';
@@ -66,10 +69,7 @@ export function passesThrough(opts: Dispatcher.DispatchOptions): boolean {
   );
 }
 
-/**
- * One dispatch as the executor sees it: the logical request and its
- * exchange in one object (one allocation on the hot path).
- */
+/** The logical request and its exchange in one object: one allocation on the hot path. */
 export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   readonly method: string;
   readonly origin: string;
@@ -156,12 +156,11 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   }
 
   replay(): ReplayRequest | undefined {
-    const body = this.#opts.body ?? undefined;
     return describeReplay(
       this.method,
       this.url,
       headerPairs(this.#opts.headers),
-      body,
+      this.#opts.body ?? undefined,
       this.#keyHeader,
     );
   }

@@ -5,6 +5,7 @@
  */
 import type { Dispatcher } from 'undici';
 import type { Attempt } from './attempt.js';
+import type { FirstAttempt } from './first.js';
 
 type Controller = Dispatcher.DispatchController;
 type Handler = Dispatcher.DispatchHandler;
@@ -21,19 +22,19 @@ export function deliverError(handler: Handler, controller: Controller, error: Er
 /**
  * The controller the caller's handler gets, one for the whole logical
  * request: before a response is handed over its abort ends the request
- * (`aborting`, the owner's); after, it drives the attempt handed over.
+ * (`abortLogical`, the owner's); after, it drives the attempt handed over.
  */
 export class CallerController implements Controller {
   // The controller's state, plain fields rather than getters.
   aborted = false;
   paused = false;
   reason: Error | null = null;
-  readonly #aborting: (reason: Error) => void;
+  readonly #owner: FirstAttempt;
   /** The attempt handed over, once there is one. */
   attempt: Attempt | undefined;
 
-  constructor(aborting: (reason: Error) => void) {
-    this.#aborting = aborting;
+  constructor(owner: FirstAttempt) {
+    this.#owner = owner;
   }
 
   /** The response's raw headers as undici read them (undici 7), for a caller on the legacy API. */
@@ -52,7 +53,7 @@ export class CallerController implements Controller {
     const error = reason ?? new Error('The request was aborted');
     this.reason = error;
     if (this.attempt !== undefined) this.attempt.callerAbort(error);
-    else this.#aborting(error);
+    else this.#owner.abortLogical(error);
   }
 
   pause(): void {

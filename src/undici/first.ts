@@ -44,7 +44,7 @@ export class FirstAttempt extends Attempt implements FirstSink<Attempt> {
     super();
     this.#client = client;
     this.#handler = handler;
-    this.#controller = new CallerController((reason) => this.#callerAbort(reason));
+    this.#controller = new CallerController(this);
   }
 
   /**
@@ -126,7 +126,7 @@ export class FirstAttempt extends Attempt implements FirstSink<Attempt> {
   }
 
   /** The caller's abort before any response was handed over. */
-  #callerAbort(reason: Error): void {
+  abortLogical(reason: Error): void {
     this.#logical.abort(reason);
     // Attempt 1 in flight is this handler's to end; otherwise the executor sees the abort.
     if (this.#ticket === undefined || this.phase !== 'sent') return;
