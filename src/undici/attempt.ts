@@ -14,9 +14,10 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import * as undici from 'undici';
 import { DRAIN_LIMIT } from '../internal/limits.js';
+import { isQuotaHeader, quotaNameLength } from '../retry/server-delay.js';
 import { type CallerController, deliverError } from './caller.js';
 import { LEGACY_NATIVE, LegacyCaller, type RawController } from './legacy.js';
-import { hasQuotaRaw, LegacyLink, rawHeader } from './native.js';
+import { LegacyLink, NO_HEADERS } from './native.js';
 import { afterNextPoll, expectSend, markIfStale, type Probe } from './stale.js';
 
 type Controller = Dispatcher.DispatchController;
@@ -24,11 +25,6 @@ type Handler = Dispatcher.DispatchHandler;
 
 /** Bytes held while the executor decides; past that the socket is paused. */
 const HOLD_LIMIT = 1024 * 1024;
-
-const NO_HEADERS: IncomingHttpHeaders = Object.freeze({});
-
-/** Where an attempt is: sent (no response yet), its response waiting, released, handed on, over. */
-type Phase = 'sent' | 'wait' | 'discard' | 'forward' | 'done';
 
 export class Attempt implements Handler, Probe {
   /** undici's raw headers, where it gave them (undici 7). */
@@ -48,8 +44,8 @@ export class Attempt implements Handler, Probe {
   socket: Probe['socket'];
   reused = false;
   bytesRead = 0;
-  protected phase: Phase = 'sent';
-  /** undici's controller of this dispatch. */
+  /** Where it is: sent (no response yet), its response waiting, released, handed on, over. */
+  protected phase: 'sent' | 'wait' | 'discard' | 'forward' | 'done' = 'sent';
   protected controller: Controller | undefined;
   /** An abort asked for before undici called `onRequestStart`. */
   #abortReason: Error | undefined;
@@ -98,13 +94,37 @@ export class Attempt implements Handler, Probe {
     return this.#headers === undefined;
   }
 
-  /** One header, from the raw headers (server-delay.ts reads a source with `get`). */
+  /**
+   * One header (`name` in lower case; server-delay.ts reads a source with
+   * `get`) of the raw headers, without parsing them all; repeated ones joined
+   * with `, `, as `readHeader` (server-delay.ts) does for a record.
+   */
   get(name: string): string | undefined {
-    return rawHeader(this.rawHeaders ?? [], name);
+    const raw = this.rawHeaders ?? [];
+    let found: string | undefined;
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      const key = raw[i]!;
+      if (key.length !== name.length || key.toString('latin1').toLowerCase() !== name) continue;
+      const v = raw[i + 1] as Buffer | Buffer[] | string;
+      const value =
+        typeof v === 'string'
+          ? v
+          : Array.isArray(v)
+            ? v.map((x) => x.toString('latin1')).join(', ')
+            : v.toString('latin1');
+      found = found === undefined ? value : `${found}, ${value}`;
+    }
+    return found;
   }
 
+  /** Whether the raw headers carry a quota header (server-delay.ts): one pass. */
   hasQuotaHeaders(): boolean {
-    return hasQuotaRaw(this.rawHeaders ?? []);
+    const raw = this.rawHeaders ?? [];
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i]!;
+      if (quotaNameLength(name.length) && isQuotaHeader(name.toString('latin1'))) return true;
+    }
+    return false;
   }
 
   /**

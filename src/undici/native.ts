@@ -13,13 +13,12 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import * as undici from 'undici';
-import { isQuotaHeader, quotaNameLength } from '../retry/server-delay.js';
 import type { Attempt } from './attempt.js';
 import type { LegacyHandler } from './legacy.js';
 
 type Controller = Dispatcher.DispatchController;
 
-const NO_TRAILERS: IncomingHttpHeaders = Object.freeze({});
+export const NO_HEADERS: IncomingHttpHeaders = Object.freeze({});
 
 /**
  * An attempt as undici 7's connections call it, and the controller the
@@ -88,7 +87,7 @@ export class LegacyLink implements LegacyHandler, Controller {
     // Trailers are rare: parsed only when there are some.
     const trailers =
       rawTrailers === null || rawTrailers.length === 0
-        ? NO_TRAILERS
+        ? NO_HEADERS
         : (undici.util.parseHeaders(rawTrailers) as IncomingHttpHeaders);
     this.#attempt.onResponseEnd(this, trailers);
   }
@@ -96,35 +95,4 @@ export class LegacyLink implements LegacyHandler, Controller {
   onError(error: Error): void {
     this.#attempt.onResponseError(this, error);
   }
-}
-
-/**
- * One response header (`name` in lower case) of undici's raw headers,
- * without parsing them all; repeated ones joined with `, `, as `readHeader`
- * (server-delay.ts) does for a record.
- */
-export function rawHeader(raw: readonly Buffer[], name: string): string | undefined {
-  let found: string | undefined;
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const key = raw[i]!;
-    if (key.length !== name.length || key.toString('latin1').toLowerCase() !== name) continue;
-    const v = raw[i + 1] as Buffer | Buffer[] | string;
-    const value =
-      typeof v === 'string'
-        ? v
-        : Array.isArray(v)
-          ? v.map((x) => x.toString('latin1')).join(', ')
-          : v.toString('latin1');
-    found = found === undefined ? value : `${found}, ${value}`;
-  }
-  return found;
-}
-
-/** Whether raw headers carry a quota header (`hasQuotaHeaders`, server-delay.ts): one pass. */
-export function hasQuotaRaw(raw: readonly Buffer[]): boolean {
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!;
-    if (quotaNameLength(name.length) && isQuotaHeader(name.toString('latin1'))) return true;
-  }
-  return false;
 }
