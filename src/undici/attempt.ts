@@ -132,32 +132,29 @@ export class Attempt implements Handler, Probe {
    * failure before it. `signal` (a token, call.ts) aborts it until then.
    * `once`: the request may not be sent twice (see {@link dispatchOn}).
    */
-  static send(
+  send(
     dispatch: Dispatcher.Dispatch,
     opts: Dispatcher.DispatchOptions,
     signal: AbortSignal,
-    owner: Attempt,
     once: boolean,
   ): Promise<Attempt> {
     return new Promise<Attempt>((resolve, reject) => {
-      const attempt = new Attempt(owner);
-      attempt.#resolve = resolve;
-      attempt.#reject = reject;
+      this.#resolve = resolve;
+      this.#reject = reject;
       // Until its response: the executor's deadline or abort.
       signal.addEventListener('abort', () => {
-        if (attempt.phase === 'sent') attempt.abortDispatch(signal.reason as Error);
+        if (this.phase === 'sent') this.abortDispatch(signal.reason as Error);
       });
-      attempt.dispatchOn(dispatch, opts, once);
+      this.dispatchOn(dispatch, opts, once);
     });
   }
 
   /**
    * Dispatches this attempt on undici's native handler API (native.ts); a
-   * synchronous throw is its failure. A request
-   * that may not be sent twice (`once`: not replayable) goes after the next
-   * poll, so that it is never written on a connection whose close had
-   * already arrived (stale.ts, `afterNextPoll`); an abort asked for in the
-   * meantime ends it there, unsent.
+   * synchronous throw is its failure. A request that may not be sent twice
+   * (`once`: not replayable) goes after the next poll, so that it is never
+   * written on a connection whose close had already arrived (stale.ts,
+   * `afterNextPoll`); an abort asked for in the meantime ends it there, unsent.
    */
   protected dispatchOn(
     dispatch: Dispatcher.Dispatch,

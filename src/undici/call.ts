@@ -166,13 +166,8 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   }
 
   send(signal: AbortSignal, _attempt: number, limit: number): Promise<Attempt> {
-    return Attempt.send(
-      this.#dispatch,
-      this.optionsFor(limit),
-      signal,
-      this.#caller,
-      !this.replayable,
-    );
+    const opts = this.optionsFor(limit);
+    return new Attempt(this.#caller).send(this.#dispatch, opts, signal, !this.replayable);
   }
 
   status(attempt: Attempt): number {

@@ -139,8 +139,7 @@ export class LegacyCaller implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: RawController, error: Error): void {
-    const h = this.#handler;
-    if (typeof h.onError !== 'function') throw error;
-    h.onError(error);
+    if (typeof this.#handler.onError !== 'function') throw error;
+    this.#handler.onError(error);
   }
 }
