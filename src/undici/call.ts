@@ -101,8 +101,6 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     opts: Dispatcher.DispatchOptions,
     caller: Attempt,
     method: string,
-    origin: string,
-    path: string,
     replayable: boolean,
     signal: AbortSignal,
     settings: RequestSettings,
@@ -113,8 +111,8 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     this.#opts = opts;
     this.#caller = caller;
     this.method = method;
-    this.origin = origin;
-    this.#path = path;
+    this.origin = originOf(opts.origin);
+    this.#path = opts.path;
     this.replayable = replayable;
     this.signal = signal;
     this.retry = settings.retry;
@@ -219,7 +217,6 @@ export function prepare(
     randomUUID,
   );
   if (key !== undefined) headers = withHeader(headers, header, key);
-  const origin = originOf(base.origin);
   const kept = keepBody(base.body, headers, client.bodyReplayLimit);
   let attemptOpts: Dispatcher.DispatchOptions = base;
   if (mark || kept !== undefined || base !== opts || headers !== base.headers) {
@@ -236,8 +233,6 @@ export function prepare(
     attemptOpts,
     caller,
     method,
-    origin,
-    base.path,
     replayable,
     signal,
     settings,

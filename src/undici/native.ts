@@ -16,8 +16,6 @@ import * as undici from 'undici';
 import type { Attempt } from './attempt.js';
 import type { LegacyHandler } from './legacy.js';
 
-type Controller = Dispatcher.DispatchController;
-
 export const NO_HEADERS: IncomingHttpHeaders = Object.freeze({});
 
 /**
@@ -25,7 +23,7 @@ export const NO_HEADERS: IncomingHttpHeaders = Object.freeze({});
  * attempt drives that dispatch with (`abort`, `pause`, `resume`), with the
  * raw headers undici read.
  */
-export class LegacyLink implements LegacyHandler, Controller {
+export class LegacyLink implements LegacyHandler, Dispatcher.DispatchController {
   readonly #attempt: Attempt;
   #abort: ((reason?: Error) => void) | undefined;
   #resume: (() => void) | undefined;
