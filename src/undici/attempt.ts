@@ -77,7 +77,7 @@ export class Attempt implements Handler, Probe {
   }
 
   /** A 1xx response of an attempt. */
-  informational(status: number, headers: IncomingHttpHeaders, text: string | undefined): void {
+  informational(status: number, headers: IncomingHttpHeaders, text?: string): void {
     this.#owner?.informational(status, headers, text);
   }
 

@@ -80,11 +80,7 @@ export class FirstAttempt extends Attempt implements FirstSink<Attempt> {
     this.#handler.onRequestStart?.(this.#controller, context);
   }
 
-  override informational(
-    status: number,
-    headers: IncomingHttpHeaders,
-    text: string | undefined,
-  ): void {
+  override informational(status: number, headers: IncomingHttpHeaders, text?: string): void {
     if (this.#ended || this.#controller.aborted) return;
     try {
       this.#handler.onResponseStart?.(this.#controller, status, headers, text);
