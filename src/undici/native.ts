@@ -5,7 +5,8 @@
  * `onError`): a handler on the current API is converted on its way in
  * (`UnwrapHandler`, with an `UnwrapController` and a `parseHeaders` of the
  * headers and of the trailers for each request). undici 8 runs the current
- * API. An attempt is dispatched on the native one: itself on undici 8, a
+ * API (which one runs: `LEGACY_NATIVE`, legacy.ts). An attempt is
+ * dispatched on the native one: itself on undici 8, a
  * {@link LegacyLink} in front of it on undici 7, which is both undici's
  * legacy handler and the attempt's controller (one object where undici's
  * conversion makes two) and keeps the response headers raw.
@@ -18,11 +19,7 @@ import type { LegacyHandler } from './legacy.js';
 
 export const NO_HEADERS: IncomingHttpHeaders = Object.freeze({});
 
-/**
- * An attempt as undici 7's connections call it, and the controller the
- * attempt drives that dispatch with (`abort`, `pause`, `resume`), with the
- * raw headers undici read.
- */
+/** The link of the module's comment: what undici 7 calls, and the attempt's controller. */
 export class LegacyLink implements LegacyHandler, Dispatcher.DispatchController {
   readonly #attempt: Attempt;
   #abort: ((reason?: Error) => void) | undefined;
