@@ -4,11 +4,18 @@
  * attempt is handed over, and how an error reaches that handler.
  */
 import type { Dispatcher } from 'undici';
-import type { Attempt } from './attempt.js';
-import type { FirstAttempt } from './first.js';
 
 type Controller = Dispatcher.DispatchController;
 type Handler = Dispatcher.DispatchHandler;
+
+/** What the caller's controller drives of the attempt handed over (attempt.ts). */
+export interface HandedOver {
+  readonly rawHeaders: Buffer[] | undefined;
+  readonly rawTrailers: Buffer[] | undefined;
+  callerAbort(reason: Error): void;
+  pauseSocket(): void;
+  flush(): void;
+}
 
 /** Hands `error` to the caller's handler; a throw from it has nowhere left to go. */
 export function deliverError(handler: Handler, controller: Controller, error: Error): void {
@@ -29,11 +36,11 @@ export class CallerController implements Controller {
   aborted = false;
   paused = false;
   reason: Error | null = null;
-  readonly #owner: FirstAttempt;
+  readonly #owner: { abortLogical(reason: Error): void };
   /** The attempt handed over, once there is one. */
-  attempt: Attempt | undefined;
+  attempt: HandedOver | undefined;
 
-  constructor(owner: FirstAttempt) {
+  constructor(owner: { abortLogical(reason: Error): void }) {
     this.#owner = owner;
   }
 

@@ -14,14 +14,24 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import * as undici from 'undici';
-import type { Attempt } from './attempt.js';
 import type { LegacyHandler } from './legacy.js';
+
+type Controller = Dispatcher.DispatchController;
 
 export const NO_HEADERS: IncomingHttpHeaders = Object.freeze({});
 
+/** What a {@link LegacyLink} calls of its attempt (attempt.ts): undici's current API, raw headers. */
+interface LinkedAttempt {
+  onRequestStart(controller: Controller, context: unknown): void;
+  onResponseStart(c: Controller, status: number, _: undefined, text?: string, raw?: Buffer[]): void;
+  onResponseData(controller: Controller, chunk: Buffer): void;
+  onResponseEnd(controller: Controller, trailers: IncomingHttpHeaders): void;
+  onResponseError(controller: Controller | undefined, error: Error): void;
+}
+
 /** The link of the module's comment: what undici 7 calls, and the attempt's controller. */
-export class LegacyLink implements LegacyHandler, Dispatcher.DispatchController {
-  readonly #attempt: Attempt;
+export class LegacyLink implements LegacyHandler, Controller {
+  readonly #attempt: LinkedAttempt;
   #abort: ((reason?: Error) => void) | undefined;
   #resume: (() => void) | undefined;
   // The controller's state, plain fields: only the attempt holds this link.
@@ -30,7 +40,7 @@ export class LegacyLink implements LegacyHandler, Dispatcher.DispatchController 
   reason: Error | null = null;
   rawTrailers: Buffer[] | null = null;
 
-  constructor(attempt: Attempt) {
+  constructor(attempt: LinkedAttempt) {
     this.#attempt = attempt;
   }
 
