@@ -46,7 +46,7 @@ function isNewApi(handler: object): handler is Dispatcher.DispatchHandler {
  * `LEGACY_NATIVE`: the `Agent` converts a current-API handler to the legacy
  * API before its connections see it (undici 7; native.ts).
  */
-const [WRAPPER, LEGACY_NATIVE] = ((): [unknown, boolean] => {
+const [WRAPPER, legacyNative] = ((): [unknown, boolean] => {
   const caller: LegacyHandler = { onHeaders: () => true };
   const current: Dispatcher.DispatchHandler = { onRequestStart() {}, onResponseError() {} };
   let wrapped: Partial<Dispatcher.DispatchHandler & LegacyHandler> | undefined;
@@ -76,7 +76,7 @@ const [WRAPPER, LEGACY_NATIVE] = ((): [unknown, boolean] => {
   return [isWrapper ? wrapped!.constructor : undefined, native];
 })();
 
-export { LEGACY_NATIVE };
+export const LEGACY_NATIVE: boolean = legacyNative;
 
 function toRaw(headers: IncomingHttpHeaders): Buffer[] {
   const raw: Buffer[] = [];
