@@ -18,7 +18,7 @@ import { Agent, buildConnector, Dispatcher } from 'undici';
 import { checkNumber } from '../internal/validate.js';
 import { passesThrough } from './call.js';
 import { type ClientOptions, resolveUndiciRuntime, type UndiciRuntime } from './client.js';
-import { runFirst } from './first.js';
+import { FirstAttempt } from './first.js';
 import { currentApi } from './legacy.js';
 import {
   type ResolvedTransport,
@@ -107,7 +107,7 @@ class StaunchAgent extends Dispatcher {
     handler: Dispatcher.DispatchHandler,
   ): boolean {
     if (passesThrough(opts)) return this.agent.dispatch(opts, handler);
-    runFirst(this.client, this.send, opts, currentApi(handler), false);
+    new FirstAttempt(this.client, currentApi(handler)).run(this.send, opts, false);
     return true;
   }
 

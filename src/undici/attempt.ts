@@ -12,10 +12,12 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
+import * as undici from 'undici';
 import { DRAIN_LIMIT } from '../internal/limits.js';
-import { type Caller, type CallerController, deliverError } from './caller.js';
-import { LegacyCaller } from './legacy.js';
-import { LEGACY_NATIVE, LegacyLink, ResponseHead, rawOf } from './native.js';
+import { isQuotaHeader, quotaNameLength } from '../retry/server-delay.js';
+import { type CallerController, deliverError } from './caller.js';
+import { LEGACY_NATIVE, LegacyCaller, type RawController } from './legacy.js';
+import { LegacyLink, NO_HEADERS } from './native.js';
 import { afterNextPoll, expectSend, markIfStale, type Probe } from './stale.js';
 
 type Controller = Dispatcher.DispatchController;
@@ -24,12 +26,16 @@ type Handler = Dispatcher.DispatchHandler;
 /** Bytes held while the executor decides; past that the socket is paused. */
 const HOLD_LIMIT = 1024 * 1024;
 
-const NO_HEADERS: IncomingHttpHeaders = Object.freeze({});
-
-/** Where an attempt is: sent (no response yet), its response waiting, released, handed on, over. */
-type Phase = 'sent' | 'wait' | 'discard' | 'forward' | 'done';
-
-export class Attempt extends ResponseHead implements Handler, Probe, Caller {
+export class Attempt implements Handler, Probe {
+  /** undici's raw headers, where it gave them (undici 7). */
+  rawHeaders: Buffer[] | undefined;
+  /**
+   * The headers parsed, or `undefined` while there are only the raw ones (a
+   * {@link LegacyLink}'s): parsed when first read whole. Until then `get` and
+   * `hasQuotaHeaders` read the raw ones, as the executor reads a success's
+   * headers (call.ts).
+   */
+  #headers: IncomingHttpHeaders | undefined = NO_HEADERS;
   status = 0;
   statusText: string | undefined;
   /** undici's raw trailers, where its controller carries them (undici 7). */
@@ -38,13 +44,13 @@ export class Attempt extends ResponseHead implements Handler, Probe, Caller {
   socket: Probe['socket'];
   reused = false;
   bytesRead = 0;
-  protected phase: Phase = 'sent';
-  /** undici's controller of this dispatch. */
+  /** Where it is: sent (no response yet), its response waiting, released, handed on, over. */
+  protected phase: 'sent' | 'wait' | 'discard' | 'forward' | 'done' = 'sent';
   protected controller: Controller | undefined;
   /** An abort asked for before undici called `onRequestStart`. */
   #abortReason: Error | undefined;
   /** The caller's side of the logical request, for a retried attempt (attempt 1 is its own). */
-  readonly #owner: Caller | undefined;
+  readonly #owner: Attempt | undefined;
   #resolve: ((attempt: Attempt) => void) | undefined;
   #reject: ((error: unknown) => void) | undefined;
   /** Body chunks held until the caller takes them (allocated on the first one). */
@@ -61,17 +67,64 @@ export class Attempt extends ResponseHead implements Handler, Probe, Caller {
   /** The caller's handler threw and was given its error (`fail`). */
   #failed = false;
 
-  constructor(owner?: Caller) {
-    super();
+  constructor(owner?: Attempt) {
     this.#owner = owner;
   }
 
+  /** An attempt's `onRequestStart`: the caller is told once, with that attempt's context. */
   started(context: unknown): void {
     this.#owner?.started(context);
   }
 
-  informational(status: number, headers: IncomingHttpHeaders, text: string | undefined): void {
+  /** A 1xx response of an attempt. */
+  informational(status: number, headers: IncomingHttpHeaders, text?: string): void {
     this.#owner?.informational(status, headers, text);
+  }
+
+  get headers(): IncomingHttpHeaders {
+    this.#headers ??=
+      this.rawHeaders === undefined
+        ? NO_HEADERS
+        : (undici.util.parseHeaders(this.rawHeaders) as IncomingHttpHeaders);
+    return this.#headers;
+  }
+
+  /** The headers are still only raw. */
+  get unparsed(): boolean {
+    return this.#headers === undefined;
+  }
+
+  /**
+   * One header (`name` in lower case; server-delay.ts reads a source with
+   * `get`) of the raw headers, without parsing them all; repeated ones joined
+   * with `, `, as `readHeader` (server-delay.ts) does for a record.
+   */
+  get(name: string): string | undefined {
+    const raw = this.rawHeaders ?? [];
+    let found: string | undefined;
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      const key = raw[i]!;
+      if (key.length !== name.length || key.toString('latin1').toLowerCase() !== name) continue;
+      const v = raw[i + 1] as Buffer | Buffer[] | string;
+      const value =
+        typeof v === 'string'
+          ? v
+          : Array.isArray(v)
+            ? v.map((x) => x.toString('latin1')).join(', ')
+            : v.toString('latin1');
+      found = found === undefined ? value : `${found}, ${value}`;
+    }
+    return found;
+  }
+
+  /** Whether the raw headers carry a quota header (server-delay.ts): one pass. */
+  hasQuotaHeaders(): boolean {
+    const raw = this.rawHeaders ?? [];
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i]!;
+      if (quotaNameLength(name.length) && isQuotaHeader(name.toString('latin1'))) return true;
+    }
+    return false;
   }
 
   /**
@@ -79,29 +132,29 @@ export class Attempt extends ResponseHead implements Handler, Probe, Caller {
    * failure before it. `signal` (a token, call.ts) aborts it until then.
    * `once`: the request may not be sent twice (see {@link dispatchOn}).
    */
-  static send(
+  send(
     dispatch: Dispatcher.Dispatch,
     opts: Dispatcher.DispatchOptions,
     signal: AbortSignal,
-    caller: Caller,
     once: boolean,
   ): Promise<Attempt> {
     return new Promise<Attempt>((resolve, reject) => {
-      const attempt = new Attempt(caller);
-      attempt.#resolve = resolve;
-      attempt.#reject = reject;
-      signal.addEventListener('abort', () => attempt.abort(signal.reason as Error));
-      attempt.dispatchOn(dispatch, opts, once);
+      this.#resolve = resolve;
+      this.#reject = reject;
+      // Until its response: the executor's deadline or abort.
+      signal.addEventListener('abort', () => {
+        if (this.phase === 'sent') this.abortDispatch(signal.reason as Error);
+      });
+      this.dispatchOn(dispatch, opts, once);
     });
   }
 
   /**
    * Dispatches this attempt on undici's native handler API (native.ts); a
-   * synchronous throw is its failure. A request
-   * that may not be sent twice (`once`: not replayable) goes after the next
-   * poll, so that it is never written on a connection whose close had
-   * already arrived (stale.ts, `afterNextPoll`); an abort asked for in the
-   * meantime ends it there, unsent.
+   * synchronous throw is its failure. A request that may not be sent twice
+   * (`once`: not replayable) goes after the next poll, so that it is never
+   * written on a connection whose close had already arrived (stale.ts,
+   * `afterNextPoll`); an abort asked for in the meantime ends it there, unsent.
    */
   protected dispatchOn(
     dispatch: Dispatcher.Dispatch,
@@ -125,11 +178,6 @@ export class Attempt extends ResponseHead implements Handler, Probe, Caller {
     }
   }
 
-  /** Aborts the dispatch before its response (the executor's deadline or abort). */
-  abort(reason: Error): void {
-    if (this.phase === 'sent') this.abortDispatch(reason);
-  }
-
   /** Aborts the dispatch, now or as soon as undici starts it. */
   protected abortDispatch(reason: Error): void {
     if (this.controller === undefined) this.#abortReason = reason;
@@ -148,29 +196,17 @@ export class Attempt extends ResponseHead implements Handler, Probe, Caller {
     expectSend(this);
   }
 
+  /** A {@link LegacyLink} gives no `headers`, only `raw` ones: parsed if read whole. */
   onResponseStart(
-    controller: Controller,
-    statusCode: number,
-    headers: IncomingHttpHeaders,
-    statusMessage?: string,
-  ): void {
-    this.#start(controller, statusCode, headers ?? NO_HEADERS, undefined, statusMessage);
-  }
-
-  /** The response's start with undici's raw headers, parsed only if read whole (native.ts). */
-  rawResponseStart(controller: Controller, status: number, raw: Buffer[], text?: string): void {
-    this.#start(controller, status, undefined, raw, text);
-  }
-
-  #start(
     c: Controller,
     status: number,
     headers: IncomingHttpHeaders | undefined,
-    raw: Buffer[] | undefined,
-    text: string | undefined,
+    text?: string,
+    raw?: Buffer[],
   ): void {
     if (this.phase !== 'sent') return;
-    this.setHead(headers, raw ?? rawOf(c, 'rawHeaders'));
+    this.#headers = headers;
+    this.rawHeaders = raw ?? (c as RawController).rawHeaders ?? undefined;
     if (status < 200) {
       this.informational(status, this.headers, text);
       return;
@@ -233,7 +269,7 @@ export class Attempt extends ResponseHead implements Handler, Probe, Caller {
 
   onResponseEnd(controller: Controller, trailers: IncomingHttpHeaders): void {
     this.#ended = true;
-    this.rawTrailers = rawOf(controller, 'rawTrailers');
+    this.rawTrailers = (controller as RawController).rawTrailers ?? undefined;
     this.#trailers = trailers;
     if (this.phase === 'discard') this.#finishDiscard();
     else if (this.phase === 'forward') this.flush();
@@ -288,9 +324,7 @@ export class Attempt extends ResponseHead implements Handler, Probe, Caller {
 
   #finishDiscard(): void {
     this.phase = 'done';
-    const done = this.#discarded;
-    this.#discarded = undefined;
-    done?.();
+    this.#discarded?.();
   }
 
   /** Hands the waiting response to the caller's `handler`: its start, then what is held. */
@@ -355,9 +389,7 @@ export class Attempt extends ResponseHead implements Handler, Probe, Caller {
    * callback or from undici's parser, where a throw would be lost.
    */
   fail(error: unknown): void {
-    const handler = this.#handler;
-    const controller = this.#callerController;
-    if (handler === undefined || controller === undefined || this.#failed) return;
+    if (this.#failed) return;
     this.#failed = true;
     this.phase = 'done';
     this.#chunks = undefined;
@@ -366,7 +398,7 @@ export class Attempt extends ResponseHead implements Handler, Probe, Caller {
       this.#error = reason;
       this.controller?.abort(reason);
     }
-    deliverError(handler, controller, reason);
+    deliverError(this.#handler!, this.#callerController!, reason);
   }
 
   pauseSocket(): void {

@@ -7,8 +7,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Dispatcher } from 'undici';
-import type { DeadlineHeader } from '../deadline-header.js';
-import { deadlineValue, type ResolvedDeadlineHeader } from '../deadline-header.js';
+import {
+  type DeadlineHeader,
+  deadlineValue,
+  type ResolvedDeadlineHeader,
+} from '../deadline-header.js';
 import { NetworkError, SsrfBlockedError } from '../errors.js';
 import type { Exchange, LogicalRequest } from '../executor/index.js';
 import { collectSecrets } from '../internal/redact.js';
@@ -30,7 +33,6 @@ import {
 import { errorCode } from '../retry/classify.js';
 import type { HeaderSource } from '../retry/server-delay.js';
 import { Attempt } from './attempt.js';
-import type { Caller } from './caller.js';
 import type { UndiciRuntime } from './client.js';
 import { hasHeader, headerPairs, withHeader } from './headers.js';
 import { KeptBody, keepBody } from './kept-body.js';
@@ -67,10 +69,7 @@ export function passesThrough(opts: Dispatcher.DispatchOptions): boolean {
   );
 }
 
-/**
- * One dispatch as the executor sees it: the logical request and its
- * exchange in one object (one allocation on the hot path).
- */
+/** The logical request and its exchange in one object: one allocation on the hot path. */
 export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   readonly method: string;
   readonly origin: string;
@@ -91,7 +90,7 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   /** Attempts come and go beside undici's own timers: their deadlines go on the steady list. */
   readonly steadyDeadlines = true;
   /** The caller's side of the request, which every attempt tells of its start and its 1xx. */
-  readonly #caller: Caller;
+  readonly #caller: Attempt;
   /** The header that carries each attempt's time left: none when the caller set it. */
   readonly #deadline: ResolvedDeadlineHeader | undefined;
   readonly #rawReads: boolean;
@@ -100,10 +99,8 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   constructor(
     dispatch: Dispatcher.Dispatch,
     opts: Dispatcher.DispatchOptions,
-    caller: Caller,
+    caller: Attempt,
     method: string,
-    origin: string,
-    path: string,
     replayable: boolean,
     signal: AbortSignal,
     settings: RequestSettings,
@@ -114,8 +111,8 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
     this.#opts = opts;
     this.#caller = caller;
     this.method = method;
-    this.origin = origin;
-    this.#path = path;
+    this.origin = originOf(opts.origin);
+    this.#path = opts.path;
     this.replayable = replayable;
     this.signal = signal;
     this.retry = settings.retry;
@@ -157,24 +154,18 @@ export class DispatchCall implements LogicalRequest, Exchange<Attempt> {
   }
 
   replay(): ReplayRequest | undefined {
-    const body = this.#opts.body ?? undefined;
     return describeReplay(
       this.method,
       this.url,
       headerPairs(this.#opts.headers),
-      body,
+      this.#opts.body ?? undefined,
       this.#keyHeader,
     );
   }
 
   send(signal: AbortSignal, _attempt: number, limit: number): Promise<Attempt> {
-    return Attempt.send(
-      this.#dispatch,
-      this.optionsFor(limit),
-      signal,
-      this.#caller,
-      !this.replayable,
-    );
+    const opts = this.optionsFor(limit);
+    return new Attempt(this.#caller).send(this.#dispatch, opts, signal, !this.replayable);
   }
 
   status(attempt: Attempt): number {
@@ -204,7 +195,7 @@ export function prepare(
   opts: StaunchDispatchOptions,
   signal: AbortSignal,
   mark: boolean,
-  caller: Caller,
+  caller: Attempt,
 ): DispatchCall {
   let base: Dispatcher.DispatchOptions = opts;
   let staunch: unknown;
@@ -226,7 +217,6 @@ export function prepare(
     randomUUID,
   );
   if (key !== undefined) headers = withHeader(headers, header, key);
-  const origin = originOf(base.origin);
   const kept = keepBody(base.body, headers, client.bodyReplayLimit);
   let attemptOpts: Dispatcher.DispatchOptions = base;
   if (mark || kept !== undefined || base !== opts || headers !== base.headers) {
@@ -243,8 +233,6 @@ export function prepare(
     attemptOpts,
     caller,
     method,
-    origin,
-    base.path,
     replayable,
     signal,
     settings,

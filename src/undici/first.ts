@@ -16,30 +16,18 @@ import { type Deadline, startSteadyDeadline } from '../internal/deadlines.js';
 import { AbortToken } from '../internal/token.js';
 import { Attempt } from './attempt.js';
 import { type DispatchCall, prepare, surface } from './call.js';
-import { type Caller, CallerController, deliverError } from './caller.js';
+import { CallerController, deliverError } from './caller.js';
 import type { UndiciRuntime } from './client.js';
 
 type Handler = Dispatcher.DispatchHandler;
 
 /**
- * Runs one logical request for `handler` (a caller on undici's current
- * handler API; legacy.ts adapts the others) over `dispatch`. `mark`: the
- * attempts carry the mark that makes a staunch layer further down pass them
- * through (call.ts, `prepare`).
+ * Attempt 1 and the caller's side of its logical request (see the module's
+ * comment), for `handler`: a caller on undici's current handler API
+ * (legacy.ts adapts the others).
  * @internal
  */
-export function runFirst(
-  client: UndiciRuntime,
-  dispatch: Dispatcher.Dispatch,
-  opts: Dispatcher.DispatchOptions,
-  handler: Handler,
-  mark: boolean,
-): void {
-  new FirstAttempt(client, handler).run(dispatch, opts, mark);
-}
-
-/** Attempt 1 and the caller's side of its logical request: see the module's comment. */
-class FirstAttempt extends Attempt implements FirstSink<Attempt>, Caller {
+export class FirstAttempt extends Attempt implements FirstSink<Attempt> {
   readonly #client: UndiciRuntime;
   readonly #handler: Handler;
   /** The caller's side of the logical request: aborted by the caller before a hand-over. */
@@ -56,10 +44,14 @@ class FirstAttempt extends Attempt implements FirstSink<Attempt>, Caller {
     super();
     this.#client = client;
     this.#handler = handler;
-    this.#controller = new CallerController((reason) => this.#callerAbort(reason));
+    this.#controller = new CallerController(this);
   }
 
-  /** Admits attempt 1 and, when it may go now, sends it under its deadline. */
+  /**
+   * Admits attempt 1 and, when it may go now, sends it under its deadline.
+   * `mark`: the attempts carry the mark that makes a staunch layer further
+   * down pass them through (call.ts, `prepare`).
+   */
   run(dispatch: Dispatcher.Dispatch, opts: Dispatcher.DispatchOptions, mark: boolean): void {
     let call: DispatchCall;
     try {
@@ -80,7 +72,7 @@ class FirstAttempt extends Attempt implements FirstSink<Attempt>, Caller {
     this.dispatchOn(dispatch, call.optionsFor(ticket.limit), !call.replayable);
   }
 
-  // Caller: what every attempt of the request tells its caller.
+  // What every attempt of the request tells its caller.
 
   override started(context: unknown): void {
     if (this.#announced) return;
@@ -88,11 +80,7 @@ class FirstAttempt extends Attempt implements FirstSink<Attempt>, Caller {
     this.#handler.onRequestStart?.(this.#controller, context);
   }
 
-  override informational(
-    status: number,
-    headers: IncomingHttpHeaders,
-    text: string | undefined,
-  ): void {
+  override informational(status: number, headers: IncomingHttpHeaders, text?: string): void {
     if (this.#ended || this.#controller.aborted) return;
     try {
       this.#handler.onResponseStart?.(this.#controller, status, headers, text);
@@ -134,7 +122,7 @@ class FirstAttempt extends Attempt implements FirstSink<Attempt>, Caller {
   }
 
   /** The caller's abort before any response was handed over. */
-  #callerAbort(reason: Error): void {
+  abortLogical(reason: Error): void {
     this.#logical.abort(reason);
     // Attempt 1 in flight is this handler's to end; otherwise the executor sees the abort.
     if (this.#ticket === undefined || this.phase !== 'sent') return;

@@ -9,7 +9,7 @@
 import type { Dispatcher } from 'undici';
 import { passesThrough } from './call.js';
 import { type ClientOptions, resolveUndiciRuntime, type UndiciRuntime } from './client.js';
-import { runFirst } from './first.js';
+import { FirstAttempt } from './first.js';
 import { currentApi } from './legacy.js';
 import { watchSockets } from './stale.js';
 
@@ -46,7 +46,7 @@ export function retryInterceptorFor(
   return (dispatch) =>
     function staunchRetry(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) {
       if (passesThrough(opts)) return dispatch(opts, handler);
-      runFirst(client, dispatch, opts, currentApi(handler), true);
+      new FirstAttempt(client, currentApi(handler)).run(dispatch, opts, true);
       return true;
     };
 }

@@ -8,37 +8,29 @@
 import type { Dispatcher } from 'undici';
 import { headerPairs } from './headers.js';
 
-/** One-shot: an async iterable that is not a Node stream (those keep their own rule, call.ts). */
-function isOneShot(body: unknown): body is AsyncIterable<unknown> {
-  if (typeof body !== 'object' || body === null) return false;
-  const o = body as { [Symbol.asyncIterator]?: unknown; pipe?: unknown };
-  return typeof o[Symbol.asyncIterator] === 'function' && typeof o.pipe !== 'function';
-}
-
-/** The request's `content-length`, when it states one. */
-function declaredLength(headers: Dispatcher.DispatchOptions['headers']): number | undefined {
-  for (const [name, value] of headerPairs(headers)) {
-    if (name.length === 14 && name.toLowerCase() === 'content-length') {
-      const n = Number(value);
-      return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
-    }
-  }
-  return undefined;
-}
-
 /**
- * `body` kept for resending when it is one-shot and its declared length is
- * at most `limit` bytes; `undefined` otherwise (undici checks that what is
- * sent matches the declared length, so no more than that is ever kept).
+ * `body` kept for resending when it is one-shot (an async iterable that is
+ * not a Node stream: those keep their own rule, call.ts) and its declared
+ * `content-length` is at most `limit` bytes; `undefined` otherwise (undici
+ * checks that what is sent matches the declared length, so no more than
+ * that is ever kept).
  */
 export function keepBody(
   body: unknown,
   headers: Dispatcher.DispatchOptions['headers'],
   limit: number,
 ): KeptBody | undefined {
-  if (limit <= 0 || !isOneShot(body)) return undefined;
-  const length = declaredLength(headers);
-  return length !== undefined && length <= limit ? new KeptBody(body) : undefined;
+  if (limit <= 0 || typeof body !== 'object' || body === null) return undefined;
+  const o = body as { [Symbol.asyncIterator]?: unknown; pipe?: unknown };
+  if (typeof o[Symbol.asyncIterator] !== 'function' || typeof o.pipe === 'function') return;
+  for (const [name, value] of headerPairs(headers)) {
+    if (name.length === 14 && name.toLowerCase() === 'content-length') {
+      const n = Number(value);
+      const kept = Number.isSafeInteger(n) && n >= 0 && n <= limit;
+      return kept ? new KeptBody(body as AsyncIterable<unknown>) : undefined;
+    }
+  }
+  return undefined;
 }
 
 /**

@@ -11,7 +11,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import * as undici from 'undici';
 
-type Controller = Dispatcher.DispatchController & {
+/** undici's controller with the raw head undici 7's carry (undici 8's carry none). */
+export type RawController = Dispatcher.DispatchController & {
   readonly rawHeaders?: Buffer[] | null | undefined;
   readonly rawTrailers?: Buffer[] | null | undefined;
 };
@@ -32,55 +33,50 @@ export interface LegacyHandler {
 }
 
 /** Does this handler speak the new API? (undici's own test: `onRequestStart` present.) */
-export function isNewApi(handler: object): handler is Dispatcher.DispatchHandler {
+function isNewApi(handler: object): handler is Dispatcher.DispatchHandler {
   return typeof (handler as Dispatcher.DispatchHandler).onRequestStart === 'function';
 }
 
 /**
- * The class undici 7's `compose` wraps a legacy caller's handler in before
- * an interceptor sees it (`WrapHandler`, not exported), found once by
- * composing a probe; `undefined` where `compose` wraps nothing (undici 8).
+ * undici's own handler conversions, found once by a probe through a composed
+ * `Agent` whose origin's dispatcher only records the handler it gets (no
+ * connection is made). `WRAPPER`: the class undici 7's `compose` wraps a
+ * legacy caller's handler in before an interceptor sees it (`WrapHandler`,
+ * not exported); `undefined` where `compose` wraps nothing (undici 8).
+ * `LEGACY_NATIVE`: the `Agent` converts a current-API handler to the legacy
+ * API before its connections see it (undici 7; native.ts).
  */
-const WRAPPER: unknown = (() => {
+const [WRAPPER, legacyNative] = ((): [unknown, boolean] => {
   const caller: LegacyHandler = { onHeaders: () => true };
-  let seen: unknown;
-  class Probe extends undici.Dispatcher {
-    override dispatch(): boolean {
+  const current: Dispatcher.DispatchHandler = { onRequestStart() {}, onResponseError() {} };
+  let wrapped: Partial<Dispatcher.DispatchHandler & LegacyHandler> | undefined;
+  let seen: LegacyHandler | undefined;
+  class Recorder extends undici.Dispatcher {
+    override dispatch(_opts: unknown, handler: unknown): boolean {
+      seen = handler as LegacyHandler;
       return true;
     }
   }
   try {
-    const probe = new Probe().compose((_dispatch) => (_opts, handler) => {
-      seen = handler;
-      return true;
+    const agent = new undici.Agent({ factory: () => new Recorder() as never });
+    const probe = agent.compose((dispatch) => (opts, handler) => {
+      wrapped = handler as typeof wrapped;
+      return dispatch(opts, current);
     });
     probe.dispatch({ origin: 'http://127.0.0.1', path: '/', method: 'GET' }, caller as never);
   } catch {
-    return undefined;
+    return [undefined, false];
   }
-  if (seen === caller || typeof seen !== 'object' || seen === null) return undefined;
-  const wrapped = seen as Partial<Dispatcher.DispatchHandler & LegacyHandler>;
-  const kind: unknown = wrapped.constructor;
-  return typeof wrapped.onRequestStart === 'function' &&
+  const native = seen !== current && typeof seen?.onHeaders === 'function' && !isNewApi(seen);
+  const isWrapper =
+    wrapped !== caller &&
+    typeof wrapped?.onRequestStart === 'function' &&
     typeof wrapped.onHeaders === 'function' &&
-    kind !== Object
-    ? kind
-    : undefined;
+    wrapped.constructor !== Object;
+  return [isWrapper ? wrapped!.constructor : undefined, native];
 })();
 
-/**
- * The legacy face of `handler` when it is undici 7's wrapper of a legacy
- * caller (what an interceptor of `compose` gets from `undici.request`): its
- * `onConnect`, `onHeaders`, `onData`, `onComplete` and `onError` are the
- * caller's own, called straight through, so an interceptor that speaks the
- * legacy API to the dispatcher below spares undici's two conversions (the
- * headers parsed, rebuilt as Buffers, parsed again). Otherwise `undefined`.
- */
-function legacyFaceOf(handler: object): LegacyHandler | undefined {
-  return WRAPPER !== undefined && handler.constructor === WRAPPER
-    ? (handler as LegacyHandler)
-    : undefined;
-}
+export const LEGACY_NATIVE: boolean = legacyNative;
 
 function toRaw(headers: IncomingHttpHeaders): Buffer[] {
   const raw: Buffer[] = [];
@@ -95,14 +91,18 @@ function toRaw(headers: IncomingHttpHeaders): Buffer[] {
 }
 
 /**
- * The caller's handler on the current API: `handler` itself, the legacy
- * caller inside undici 7's `compose` wrapper, or any other legacy handler,
- * each adapted by {@link LegacyCaller}.
+ * The caller's handler on the current API: `handler` itself, or a legacy
+ * handler adapted by {@link LegacyCaller}. undici 7's `compose` wrapper of a
+ * legacy caller (what an interceptor gets from `undici.request`) counts as
+ * legacy: its `onConnect`, `onHeaders`, `onData`, `onComplete` and `onError`
+ * are the caller's own, called straight through, which spares undici's two
+ * conversions (the headers parsed, rebuilt as Buffers, parsed again).
  */
 export function currentApi(handler: object): Dispatcher.DispatchHandler {
-  const legacy = legacyFaceOf(handler);
-  if (legacy !== undefined) return new LegacyCaller(legacy);
-  return isNewApi(handler) ? handler : new LegacyCaller(handler as LegacyHandler);
+  if ((WRAPPER !== undefined && handler.constructor === WRAPPER) || !isNewApi(handler)) {
+    return new LegacyCaller(handler as LegacyHandler);
+  }
+  return handler as Dispatcher.DispatchHandler;
 }
 
 export class LegacyCaller implements Dispatcher.DispatchHandler {
@@ -112,12 +112,12 @@ export class LegacyCaller implements Dispatcher.DispatchHandler {
     this.#handler = handler;
   }
 
-  onRequestStart(controller: Controller, context: unknown): void {
+  onRequestStart(controller: RawController, context: unknown): void {
     this.#handler.onConnect?.((reason) => controller.abort(reason as Error), context);
   }
 
   onResponseStart(
-    controller: Controller,
+    controller: RawController,
     statusCode: number,
     headers: IncomingHttpHeaders,
     statusMessage?: string,
@@ -130,17 +130,16 @@ export class LegacyCaller implements Dispatcher.DispatchHandler {
     }
   }
 
-  onResponseData(controller: Controller, chunk: Buffer): void {
+  onResponseData(controller: RawController, chunk: Buffer): void {
     if (this.#handler.onData?.(chunk) === false) controller.pause();
   }
 
-  onResponseEnd(controller: Controller, trailers: IncomingHttpHeaders): void {
+  onResponseEnd(controller: RawController, trailers: IncomingHttpHeaders): void {
     this.#handler.onComplete?.(controller.rawTrailers ?? toRaw(trailers));
   }
 
-  onResponseError(_controller: Controller, error: Error): void {
-    const h = this.#handler;
-    if (typeof h.onError !== 'function') throw error;
-    h.onError(error);
+  onResponseError(_controller: RawController, error: Error): void {
+    if (typeof this.#handler.onError !== 'function') throw error;
+    this.#handler.onError(error);
   }
 }

@@ -5,7 +5,8 @@
  * `onError`): a handler on the current API is converted on its way in
  * (`UnwrapHandler`, with an `UnwrapController` and a `parseHeaders` of the
  * headers and of the trailers for each request). undici 8 runs the current
- * API. An attempt is dispatched on the native one: itself on undici 8, a
+ * API (which one runs: `LEGACY_NATIVE`, legacy.ts). An attempt is
+ * dispatched on the native one: itself on undici 8, a
  * {@link LegacyLink} in front of it on undici 7, which is both undici's
  * legacy handler and the attempt's controller (one object where undici's
  * conversion makes two) and keeps the response headers raw.
@@ -13,97 +14,22 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import * as undici from 'undici';
-import { isQuotaHeader, quotaNameLength } from '../retry/server-delay.js';
-import { isNewApi, type LegacyHandler } from './legacy.js';
+import type { LegacyHandler } from './legacy.js';
 
 type Controller = Dispatcher.DispatchController;
 
-const NO_TRAILERS: IncomingHttpHeaders = Object.freeze({});
-const NO_HEADERS = NO_TRAILERS;
+export const NO_HEADERS: IncomingHttpHeaders = Object.freeze({});
 
-/**
- * A response's head as an attempt keeps it: the headers parsed, or only
- * undici's raw ones (a {@link LegacyLink}'s), parsed when first read whole.
- * Until then `get` and `hasQuotaHeaders` read the raw ones: the executor
- * reads a success's headers through them (call.ts), without parsing.
- */
-export class ResponseHead {
-  /** undici's raw headers, where it gave them (undici 7). */
-  rawHeaders: Buffer[] | undefined;
-  #headers: IncomingHttpHeaders | undefined = NO_HEADERS;
-
-  protected setHead(headers: IncomingHttpHeaders | undefined, raw: Buffer[] | undefined): void {
-    this.#headers = headers;
-    this.rawHeaders = raw;
-  }
-
-  get headers(): IncomingHttpHeaders {
-    this.#headers ??=
-      this.rawHeaders === undefined
-        ? NO_HEADERS
-        : (undici.util.parseHeaders(this.rawHeaders) as IncomingHttpHeaders);
-    return this.#headers;
-  }
-
-  /** The headers are still only raw. */
-  get unparsed(): boolean {
-    return this.#headers === undefined;
-  }
-
-  /** One header, from the raw headers (server-delay.ts reads a source with `get`). */
-  get(name: string): string | undefined {
-    return rawHeader(this.rawHeaders ?? [], name);
-  }
-
-  hasQuotaHeaders(): boolean {
-    return hasQuotaRaw(this.rawHeaders ?? []);
-  }
-}
-
-/**
- * Whether undici's `Agent` converts a current-API handler to the legacy API
- * before its connections see it (undici 7), found once by dispatching a
- * probe through an `Agent` whose origin's dispatcher only records the
- * handler it gets: no connection is made.
- */
-export const LEGACY_NATIVE: boolean = (() => {
-  let seen: unknown;
-  class Recorder extends undici.Dispatcher {
-    override dispatch(_opts: unknown, handler: unknown): boolean {
-      seen = handler;
-      return true;
-    }
-  }
-  const probe: Dispatcher.DispatchHandler = { onRequestStart() {}, onResponseError() {} };
-  try {
-    const agent = new undici.Agent({ factory: () => new Recorder() as never });
-    agent.dispatch({ origin: 'http://127.0.0.1', path: '/', method: 'GET' }, probe);
-  } catch {
-    return false;
-  }
-  return (
-    typeof seen === 'object' &&
-    seen !== null &&
-    seen !== probe &&
-    !isNewApi(seen) &&
-    typeof (seen as LegacyHandler).onHeaders === 'function'
-  );
-})();
-
-/** What a {@link LegacyLink} calls of its attempt (attempt.ts): undici's current API, and raw headers. */
-export interface LinkedAttempt {
+/** What a {@link LegacyLink} calls of its attempt (attempt.ts): undici's current API, raw headers. */
+interface LinkedAttempt {
   onRequestStart(controller: Controller, context: unknown): void;
-  rawResponseStart(controller: Controller, status: number, raw: Buffer[], text?: string): void;
+  onResponseStart(c: Controller, status: number, _: undefined, text?: string, raw?: Buffer[]): void;
   onResponseData(controller: Controller, chunk: Buffer): void;
   onResponseEnd(controller: Controller, trailers: IncomingHttpHeaders): void;
   onResponseError(controller: Controller | undefined, error: Error): void;
 }
 
-/**
- * An attempt as undici 7's connections call it, and the controller the
- * attempt drives that dispatch with (`abort`, `pause`, `resume`), with the
- * raw headers undici read.
- */
+/** The link of the module's comment: what undici 7 calls, and the attempt's controller. */
 export class LegacyLink implements LegacyHandler, Controller {
   readonly #attempt: LinkedAttempt;
   #abort: ((reason?: Error) => void) | undefined;
@@ -112,7 +38,6 @@ export class LegacyLink implements LegacyHandler, Controller {
   paused = false;
   aborted = false;
   reason: Error | null = null;
-  rawHeaders: Buffer[] | null = null;
   rawTrailers: Buffer[] | null = null;
 
   constructor(attempt: LinkedAttempt) {
@@ -152,9 +77,8 @@ export class LegacyLink implements LegacyHandler, Controller {
     statusText?: string,
   ): boolean {
     this.#resume = resume;
-    this.rawHeaders = rawHeaders;
-    // Not parsed here: the attempt parses them if someone reads them whole (ResponseHead).
-    this.#attempt.rawResponseStart(this, statusCode, rawHeaders, statusText);
+    // Not parsed here: the attempt parses them if someone reads them whole.
+    this.#attempt.onResponseStart(this, statusCode, undefined, statusText, rawHeaders);
     return !this.paused;
   }
 
@@ -168,7 +92,7 @@ export class LegacyLink implements LegacyHandler, Controller {
     // Trailers are rare: parsed only when there are some.
     const trailers =
       rawTrailers === null || rawTrailers.length === 0
-        ? NO_TRAILERS
+        ? NO_HEADERS
         : (undici.util.parseHeaders(rawTrailers) as IncomingHttpHeaders);
     this.#attempt.onResponseEnd(this, trailers);
   }
@@ -176,43 +100,4 @@ export class LegacyLink implements LegacyHandler, Controller {
   onError(error: Error): void {
     this.#attempt.onResponseError(this, error);
   }
-}
-
-/** Reads the raw headers off undici 7's controllers (undici 8's carry none). */
-export function rawOf(
-  controller: Controller,
-  which: 'rawHeaders' | 'rawTrailers',
-): Buffer[] | undefined {
-  return (controller as { [k in typeof which]?: Buffer[] | null })[which] ?? undefined;
-}
-
-/**
- * One response header (`name` in lower case) of undici's raw headers,
- * without parsing them all; repeated ones joined with `, `, as `readHeader`
- * (server-delay.ts) does for a record.
- */
-export function rawHeader(raw: readonly Buffer[], name: string): string | undefined {
-  let found: string | undefined;
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const key = raw[i]!;
-    if (key.length !== name.length || key.toString('latin1').toLowerCase() !== name) continue;
-    const v = raw[i + 1] as Buffer | Buffer[] | string;
-    const value =
-      typeof v === 'string'
-        ? v
-        : Array.isArray(v)
-          ? v.map((x) => x.toString('latin1')).join(', ')
-          : v.toString('latin1');
-    found = found === undefined ? value : `${found}, ${value}`;
-  }
-  return found;
-}
-
-/** Whether raw headers carry a quota header (`hasQuotaHeaders`, server-delay.ts): one pass. */
-export function hasQuotaRaw(raw: readonly Buffer[]): boolean {
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!;
-    if (quotaNameLength(name.length) && isQuotaHeader(name.toString('latin1'))) return true;
-  }
-  return false;
 }
