@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * What `createAgent` adds per request for a legacy caller, without a
- * network: attempt 1's path (dist/undici/first.js, `runFirst`) over a stub
+ * network: attempt 1's path (dist/undici/first.js, `FirstAttempt`) over a stub
  * dispatch that answers each request with a 200, four headers and a 64-byte
  * body on undici 7's legacy handler API, 32 requests at a time. `floor` is
  * the same loop with a handler that only forwards (the least any layer
@@ -43,7 +43,8 @@ for (const [name, n, min] of [
 }
 
 const dist = process.env.STAUNCH_DIST ?? new URL('../../dist', import.meta.url).pathname;
-const { runFirst } = await import(`${dist}/undici/first.js`);
+const { FirstAttempt } = await import(`${dist}/undici/first.js`);
+const { currentApi } = await import(`${dist}/undici/legacy.js`);
 const { resolveUndiciRuntime } = await import(`${dist}/undici/client.js`);
 
 const raw = [
@@ -128,7 +129,7 @@ for (const [name, options] of chosen) {
   const send =
     client === undefined
       ? (opts) => dispatch(opts, new Relay(new Caller()))
-      : (opts) => runFirst(client, dispatch, opts, new Caller());
+      : (opts) => new FirstAttempt(client, currentApi(new Caller())).run(dispatch, opts, false);
   const before = completed;
   const warm = Math.round(requests / 2);
   round(send, warm);
