@@ -22,7 +22,8 @@ export function keepBody(
 ): KeptBody | undefined {
   if (limit <= 0 || typeof body !== 'object' || body === null) return undefined;
   const o = body as { [Symbol.asyncIterator]?: unknown; pipe?: unknown };
-  if (typeof o[Symbol.asyncIterator] !== 'function' || typeof o.pipe === 'function') return;
+  if (typeof o[Symbol.asyncIterator] !== 'function' || typeof o.pipe === 'function')
+    return undefined;
   for (const [name, value] of headerPairs(headers)) {
     if (name.length === 14 && name.toLowerCase() === 'content-length') {
       const n = Number(value);
