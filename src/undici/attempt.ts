@@ -1,40 +1,48 @@
 /**
- * One attempt of the undici adapters, as an undici dispatch handler on its
- * current API. Its response waits, buffered, while the executor decides;
- * then it is either handed to the caller's handler (`forward`) or released
- * (`discard`: drained up to a bound so the connection can be reused, else
- * aborted, which makes undici destroy the socket), so a pool of one
- * connection never starves and nothing of staunch's stays in undici's queue.
- *
- * Attempt 1 is a {@link Attempt} too (first.ts adds the caller's side of the
- * logical request to it); a retried attempt is this class alone, sent by the
- * executor through `DispatchCall.send` (call.ts).
+ * One attempt of the undici adapters, a handler on undici's current API: a
+ * retried attempt as it is (`DispatchCall.send`, call.ts), attempt 1 with the
+ * caller's side added (first.ts). Its response waits, buffered, while the
+ * executor decides; then it is handed to the caller's handler (`forward`) or
+ * released (`discard`: drained up to a bound so the connection is reused,
+ * else aborted), so a pool of one connection never starves and nothing of
+ * staunch's stays in undici's queue.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import * as undici from 'undici';
 import { DRAIN_LIMIT } from '../internal/limits.js';
-import { isQuotaHeader, quotaNameLength } from '../retry/server-delay.js';
-import { type CallerController, deliverError } from './caller.js';
-import { LEGACY_NATIVE, LegacyCaller, type RawController } from './legacy.js';
-import { LegacyLink, NO_HEADERS } from './native.js';
+import { rawHasQuota, rawHeader } from './headers.js';
+import {
+  LEGACY_NATIVE,
+  LegacyCaller,
+  LegacyLink,
+  NO_HEADERS,
+  type RawController,
+} from './legacy.js';
 import { afterNextPoll, expectSend, markIfStale, type Probe } from './stale.js';
 
 type Controller = Dispatcher.DispatchController;
 type Handler = Dispatcher.DispatchHandler;
 
+/** The controller the caller's handler gets (first.ts), which drives the attempt handed over. */
+type CallerSide = Controller & { attempt: Attempt | undefined };
+
 /** Bytes held while the executor decides; past that the socket is paused. */
 const HOLD_LIMIT = 1024 * 1024;
+
+/** Hands `error` to the caller's handler; a throw from it has nowhere left to go. */
+export function deliverError(handler: Handler, controller: Controller, error: Error): void {
+  try {
+    handler.onResponseError?.(controller, error);
+  } catch {
+    // The handler's own error handler failed: undici would drop this too.
+  }
+}
 
 export class Attempt implements Handler, Probe {
   /** undici's raw headers, where it gave them (undici 7). */
   rawHeaders: Buffer[] | undefined;
-  /**
-   * The headers parsed, or `undefined` while there are only the raw ones (a
-   * {@link LegacyLink}'s): parsed when first read whole. Until then `get` and
-   * `hasQuotaHeaders` read the raw ones, as the executor reads a success's
-   * headers (call.ts).
-   */
+  /** The headers parsed; `undefined` while only raw (a {@link LegacyLink}'s), until read whole. */
   #headers: IncomingHttpHeaders | undefined = NO_HEADERS;
   status = 0;
   statusText: string | undefined;
@@ -62,7 +70,7 @@ export class Attempt implements Handler, Probe {
   #pausedByUs = false;
   /** The caller's handler and controller, once the response is handed over. */
   #handler: Handler | undefined;
-  #callerController: CallerController | undefined;
+  #callerController: CallerSide | undefined;
   #discarded: (() => void) | undefined;
   /** The caller's handler threw and was given its error (`fail`). */
   #failed = false;
@@ -89,49 +97,17 @@ export class Attempt implements Handler, Probe {
     return this.#headers;
   }
 
-  /** The headers are still only raw. */
-  get unparsed(): boolean {
-    return this.#headers === undefined;
-  }
+  // The executor reads a success's headers raw (call.ts, `headers`): server-delay.ts's `HeaderSource`.
 
-  /**
-   * One header (`name` in lower case; server-delay.ts reads a source with
-   * `get`) of the raw headers, without parsing them all; repeated ones joined
-   * with `, `, as `readHeader` (server-delay.ts) does for a record.
-   */
   get(name: string): string | undefined {
-    const raw = this.rawHeaders ?? [];
-    let found: string | undefined;
-    for (let i = 0; i + 1 < raw.length; i += 2) {
-      const key = raw[i]!;
-      if (key.length !== name.length || key.toString('latin1').toLowerCase() !== name) continue;
-      const v = raw[i + 1] as Buffer | Buffer[] | string;
-      const value =
-        typeof v === 'string'
-          ? v
-          : Array.isArray(v)
-            ? v.map((x) => x.toString('latin1')).join(', ')
-            : v.toString('latin1');
-      found = found === undefined ? value : `${found}, ${value}`;
-    }
-    return found;
+    return rawHeader(this.rawHeaders, name);
   }
 
-  /** Whether the raw headers carry a quota header (server-delay.ts): one pass. */
   hasQuotaHeaders(): boolean {
-    const raw = this.rawHeaders ?? [];
-    for (let i = 0; i < raw.length; i += 2) {
-      const name = raw[i]!;
-      if (quotaNameLength(name.length) && isQuotaHeader(name.toString('latin1'))) return true;
-    }
-    return false;
+    return rawHasQuota(this.rawHeaders);
   }
 
-  /**
-   * Dispatches a retried attempt: resolves at its response, rejects on a
-   * failure before it. `signal` (a token, call.ts) aborts it until then.
-   * `once`: the request may not be sent twice (see {@link dispatchOn}).
-   */
+  /** Dispatches a retried attempt: its response, or its failure; `signal` aborts it until then. */
   send(
     dispatch: Dispatcher.Dispatch,
     opts: Dispatcher.DispatchOptions,
@@ -150,11 +126,9 @@ export class Attempt implements Handler, Probe {
   }
 
   /**
-   * Dispatches this attempt on undici's native handler API (native.ts); a
-   * synchronous throw is its failure. A request that may not be sent twice
-   * (`once`: not replayable) goes after the next poll, so that it is never
-   * written on a connection whose close had already arrived (stale.ts,
-   * `afterNextPoll`); an abort asked for in the meantime ends it there, unsent.
+   * Dispatches on undici's native handler API (legacy.ts). A request that may
+   * not be sent twice (`once`) goes after the next poll, never on a connection
+   * whose close had already arrived (stale.ts); an abort meanwhile ends it unsent.
    */
   protected dispatchOn(
     dispatch: Dispatcher.Dispatch,
@@ -196,17 +170,16 @@ export class Attempt implements Handler, Probe {
     expectSend(this);
   }
 
-  /** A {@link LegacyLink} gives no `headers`, only `raw` ones: parsed if read whole. */
+  /** A {@link LegacyLink} gives no `headers`, only raw ones (its `rawHeaders`): parsed if read whole. */
   onResponseStart(
     c: Controller,
     status: number,
     headers: IncomingHttpHeaders | undefined,
     text?: string,
-    raw?: Buffer[],
   ): void {
     if (this.phase !== 'sent') return;
     this.#headers = headers;
-    this.rawHeaders = raw ?? (c as RawController).rawHeaders ?? undefined;
+    this.rawHeaders = (c as RawController).rawHeaders ?? undefined;
     if (status < 200) {
       this.informational(status, this.headers, text);
       return;
@@ -328,7 +301,7 @@ export class Attempt implements Handler, Probe {
   }
 
   /** Hands the waiting response to the caller's `handler`: its start, then what is held. */
-  forward(handler: Handler, controller: CallerController): void {
+  forward(handler: Handler, controller: CallerSide): void {
     if (this.phase !== 'wait') return;
     this.#handler = handler;
     this.#callerController = controller;

@@ -3,10 +3,11 @@
  * the caller's side of the logical request it starts. Admitted by the
  * executor (`Executor.first`), sent by this handler under its deadline;
  * its outcome goes to `Executor.firstDone`. A success passes straight
- * through to the caller's handler, the caller's controller driving undici's;
- * anything else (a failure, the deadline, the caller's abort, a status the
- * executor keeps) is the executor's retry loop's, which sends later attempts
- * as plain {@link Attempt}s and ends here, in `resolve` or `reject`.
+ * through to the caller's handler; anything else (a failure, the deadline,
+ * the caller's abort, a status the executor keeps) is the executor's retry
+ * loop's, which sends later attempts as plain {@link Attempt}s and ends
+ * here, in `resolve` or `reject`. The caller's handler gets one controller
+ * for the whole request (`CallerController`), whichever attempt it drives.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
@@ -14,19 +15,14 @@ import type { FirstSink, FirstTicket, Outcome } from '../executor/index.js';
 import { noop } from '../internal/clock.js';
 import { type Deadline, startSteadyDeadline } from '../internal/deadlines.js';
 import { AbortToken } from '../internal/token.js';
-import { Attempt } from './attempt.js';
-import { type DispatchCall, prepare, surface } from './call.js';
-import { CallerController, deliverError } from './caller.js';
+import { Attempt, deliverError } from './attempt.js';
+import { DispatchCall, surface } from './call.js';
 import type { UndiciRuntime } from './client.js';
 
+type Controller = Dispatcher.DispatchController;
 type Handler = Dispatcher.DispatchHandler;
 
-/**
- * Attempt 1 and the caller's side of its logical request (see the module's
- * comment), for `handler`: a caller on undici's current handler API
- * (legacy.ts adapts the others).
- * @internal
- */
+/** @internal The module's comment; `handler` is on the current API (legacy.ts adapts the others). */
 export class FirstAttempt extends Attempt implements FirstSink<Attempt> {
   readonly #client: UndiciRuntime;
   readonly #handler: Handler;
@@ -47,15 +43,11 @@ export class FirstAttempt extends Attempt implements FirstSink<Attempt> {
     this.#controller = new CallerController(this);
   }
 
-  /**
-   * Admits attempt 1 and, when it may go now, sends it under its deadline.
-   * `mark`: the attempts carry the mark that makes a staunch layer further
-   * down pass them through (call.ts, `prepare`).
-   */
+  /** Admits attempt 1 and, when it may go now, sends it under its deadline (`mark`: call.ts). */
   run(dispatch: Dispatcher.Dispatch, opts: Dispatcher.DispatchOptions, mark: boolean): void {
     let call: DispatchCall;
     try {
-      call = prepare(this.#client, dispatch, opts, this.#logical.signal, mark, this);
+      call = new DispatchCall(this.#client, dispatch, opts, this.#logical.signal, mark, this);
     } catch (error) {
       this.reject(error);
       return;
@@ -146,5 +138,51 @@ export class FirstAttempt extends Attempt implements FirstSink<Attempt> {
     if (this.#ended) return;
     this.#ended = true;
     deliverError(this.#handler, this.#controller, surface(error));
+  }
+}
+
+/** Before a response is handed over its abort ends the request (`abortLogical`); after, it drives the attempt. */
+export class CallerController implements Controller {
+  // The controller's state, plain fields rather than getters.
+  aborted = false;
+  paused = false;
+  reason: Error | null = null;
+  /** The attempt handed over, once there is one. */
+  attempt: Attempt | undefined;
+
+  readonly #owner: FirstAttempt;
+
+  constructor(owner: FirstAttempt) {
+    this.#owner = owner;
+  }
+
+  /** The response's raw headers as undici read them (undici 7), for a caller on the legacy API. */
+  get rawHeaders(): Buffer[] | null {
+    return this.attempt?.rawHeaders ?? null;
+  }
+
+  /** The same for the trailers, once the body has ended. */
+  get rawTrailers(): Buffer[] | null {
+    return this.attempt?.rawTrailers ?? null;
+  }
+
+  abort(reason: Error): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    const error = reason ?? new Error('The request was aborted');
+    this.reason = error;
+    if (this.attempt !== undefined) this.attempt.callerAbort(error);
+    else this.#owner.abortLogical(error);
+  }
+
+  pause(): void {
+    this.paused = true;
+    this.attempt?.pauseSocket();
+  }
+
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.attempt?.flush();
   }
 }

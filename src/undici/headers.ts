@@ -1,9 +1,10 @@
 /**
  * Request headers in the shapes undici's dispatch options take them: a
  * record, a flat `[name, value, name, value…]` array, an iterable of pairs,
- * or `null`.
+ * or `null`; and response headers as undici reads them, raw.
  */
 import type { Dispatcher } from 'undici';
+import { isQuotaHeader, quotaNameLength } from '../retry/server-delay.js';
 
 type DispatchHeaders = Dispatcher.DispatchOptions['headers'];
 
@@ -51,4 +52,35 @@ export function withHeader(headers: DispatchHeaders, name: string, value: string
   for (const [n, v] of headerPairs(headers)) if (n.toLowerCase() !== lower) out.push(n, v);
   out.push(name, value);
   return out;
+}
+
+/**
+ * One header (`name` in lower case) of a response's raw headers, without
+ * parsing them all; repeated ones joined with `, `, as `readHeader`
+ * (server-delay.ts) does for a record.
+ */
+export function rawHeader(raw: Buffer[] | undefined, name: string): string | undefined {
+  let found: string | undefined;
+  for (let i = 0; raw !== undefined && i + 1 < raw.length; i += 2) {
+    const key = raw[i]!;
+    if (key.length !== name.length || key.toString('latin1').toLowerCase() !== name) continue;
+    const v = raw[i + 1] as Buffer | Buffer[] | string;
+    const value =
+      typeof v === 'string'
+        ? v
+        : Array.isArray(v)
+          ? v.map((x) => x.toString('latin1')).join(', ')
+          : v.toString('latin1');
+    found = found === undefined ? value : `${found}, ${value}`;
+  }
+  return found;
+}
+
+/** Whether raw response headers carry a quota header (server-delay.ts): one pass. */
+export function rawHasQuota(raw: Buffer[] | undefined): boolean {
+  for (let i = 0; raw !== undefined && i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (quotaNameLength(name.length) && isQuotaHeader(name.toString('latin1'))) return true;
+  }
+  return false;
 }

@@ -12,11 +12,14 @@ export { CHANNELS } from './channels.js';
 export type { ClientOptions } from './client.js';
 export type { UndiciFetchOptions, UndiciStaunchFetch } from './fetch.js';
 export { createFetch } from './fetch.js';
+export type { RetryInterceptorOptions } from './interceptor.js';
+export { retryInterceptor } from './interceptor.js';
 export type {
-  RetryInterceptorOptions,
+  KeepAliveOptions,
+  PhaseTimeouts,
   StaunchDispatchFields,
   StaunchDispatchOptions,
-} from './interceptor.js';
-export { retryInterceptor } from './interceptor.js';
-export type { KeepAliveOptions, PhaseTimeouts, TlsOptions, TransportOptions } from './options.js';
+  TlsOptions,
+  TransportOptions,
+} from './options.js';
 export type { SsrfOptions } from './ssrf.js';

@@ -13,8 +13,6 @@ import { FirstAttempt } from './first.js';
 import { currentApi } from './legacy.js';
 import { watchSockets } from './stale.js';
 
-export type { StaunchDispatchFields, StaunchDispatchOptions } from './call.js';
-
 /** Options of `retryInterceptor`: the core options of `createFetch`, without `fetch`. */
 export type RetryInterceptorOptions = ClientOptions;
 

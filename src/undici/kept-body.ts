@@ -1,19 +1,15 @@
 /**
  * A one-shot request body kept as it is sent, so that a replayable request
- * can be sent again. undici's `fetch` (and Node's global fetch over a
- * staunch agent) hands the dispatcher every body, a string's included, as
- * an async generator it can read once; without this, `createAgent` could
- * never send a `PUT` or a keyed `POST` from fetch a second time.
+ * can be sent again: undici's `fetch` (and Node's over a staunch agent) hands
+ * the dispatcher every body, a string's included, as an async generator.
  */
 import type { Dispatcher } from 'undici';
 import { headerPairs } from './headers.js';
 
 /**
- * `body` kept for resending when it is one-shot (an async iterable that is
- * not a Node stream: those keep their own rule, call.ts) and its declared
- * `content-length` is at most `limit` bytes; `undefined` otherwise (undici
- * checks that what is sent matches the declared length, so no more than
- * that is ever kept).
+ * `body` kept when it is one-shot (an async iterable, not a Node stream:
+ * call.ts) and declares a `content-length` of at most `limit` bytes (undici
+ * checks what is sent against it, so no more is ever kept).
  */
 export function keepBody(
   body: unknown,

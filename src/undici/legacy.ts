@@ -1,11 +1,16 @@
 /**
- * The adaptor for a caller on undici's legacy handler API (`onConnect`,
- * `onHeaders`, `onData`, `onComplete`, `onError`: what `undici.request`,
- * `stream`, `pipeline` and undici 7's `fetch` hand a dispatcher), seen
- * through the current API that staunch's handlers speak. undici's own
- * converter (`WrapHandler`) rebuilds the response headers from the parsed
- * object, lower-cased; this one hands on the raw headers undici read
- * (`controller.rawHeaders`, undici 7), as a bare `Agent` does.
+ * undici's legacy handler API (`onConnect`, `onHeaders`, `onData`,
+ * `onComplete`, `onError`), both ways. Callers: what `undici.request`,
+ * `stream`, `pipeline` and undici 7's `fetch` hand a dispatcher, adapted to
+ * the current API staunch's handlers speak (`LegacyCaller`), with the raw
+ * headers undici read handed on as a bare `Agent` does (undici's own
+ * `WrapHandler` rebuilds them from the parsed object, lower-cased).
+ * Dispatchers: undici 7's `Agent` runs every request on the legacy API and
+ * converts a current-API handler on its way in (`UnwrapHandler`, a
+ * controller and a `parseHeaders` of the headers and trailers each
+ * request); an attempt goes in behind a `LegacyLink` instead, one object
+ * that is both undici's handler and the attempt's controller and keeps the
+ * headers raw. undici 8 runs the current API: an attempt goes in as it is.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
@@ -32,8 +37,8 @@ export interface LegacyHandler {
   onError?(error: Error): void;
 }
 
-/** Does this handler speak the new API? (undici's own test: `onRequestStart` present.) */
-function isNewApi(handler: object): handler is Dispatcher.DispatchHandler {
+/** Does this handler speak the current API? (undici's own test.) */
+function isNewApi(handler: object): boolean {
   return typeof (handler as Dispatcher.DispatchHandler).onRequestStart === 'function';
 }
 
@@ -44,7 +49,7 @@ function isNewApi(handler: object): handler is Dispatcher.DispatchHandler {
  * legacy caller's handler in before an interceptor sees it (`WrapHandler`,
  * not exported); `undefined` where `compose` wraps nothing (undici 8).
  * `LEGACY_NATIVE`: the `Agent` converts a current-API handler to the legacy
- * API before its connections see it (undici 7; native.ts).
+ * API before its connections see it (undici 7).
  */
 const [WRAPPER, legacyNative] = ((): [unknown, boolean] => {
   const caller: LegacyHandler = { onHeaders: () => true };
@@ -141,5 +146,82 @@ export class LegacyCaller implements Dispatcher.DispatchHandler {
   onResponseError(_controller: RawController, error: Error): void {
     if (typeof this.#handler.onError !== 'function') throw error;
     this.#handler.onError(error);
+  }
+}
+
+export const NO_HEADERS: IncomingHttpHeaders = Object.freeze({});
+
+/** What undici 7 calls for an attempt, and that attempt's controller (the module's comment). */
+export class LegacyLink implements LegacyHandler, Dispatcher.DispatchController {
+  readonly #attempt: Dispatcher.DispatchHandler;
+  #abort: ((reason?: Error) => void) | undefined;
+  #resume: (() => void) | undefined;
+  // The controller's state, plain fields: only the attempt holds this link.
+  paused = false;
+  aborted = false;
+  reason: Error | null = null;
+  rawHeaders: Buffer[] | null = null;
+  rawTrailers: Buffer[] | null = null;
+
+  constructor(attempt: Dispatcher.DispatchHandler) {
+    this.#attempt = attempt;
+  }
+
+  // The controller.
+
+  abort(reason: Error): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.#abort?.(reason);
+  }
+
+  pause(): void {
+    this.paused = true;
+  }
+
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.#resume?.();
+  }
+
+  // The legacy handler.
+
+  onConnect(abort: (reason?: Error) => void, context?: unknown): void {
+    this.#abort = abort;
+    this.#attempt.onRequestStart?.(this, context);
+  }
+
+  onHeaders(
+    statusCode: number,
+    rawHeaders: Buffer[],
+    resume: () => void,
+    statusText?: string,
+  ): boolean {
+    this.#resume = resume;
+    this.rawHeaders = rawHeaders;
+    // No parsed headers: the attempt parses the raw ones if someone reads them whole.
+    this.#attempt.onResponseStart?.(this, statusCode, undefined as never, statusText);
+    return !this.paused;
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.#attempt.onResponseData?.(this, chunk);
+    return !this.paused;
+  }
+
+  onComplete(rawTrailers: Buffer[] | null): void {
+    this.rawTrailers = rawTrailers;
+    // Trailers are rare: parsed only when there are some.
+    const trailers =
+      rawTrailers === null || rawTrailers.length === 0
+        ? NO_HEADERS
+        : (undici.util.parseHeaders(rawTrailers) as IncomingHttpHeaders);
+    this.#attempt.onResponseEnd?.(this, trailers);
+  }
+
+  onError(error: Error): void {
+    this.#attempt.onResponseError?.(this, error);
   }
 }

@@ -3,15 +3,38 @@
  * timeouts, the pool, HTTP/2, TLS, DNS and the SSRF guard. Resolved once,
  * validated (a TypeError/RangeError naming the option and the value), frozen.
  * The retry options (`retry`, `timeout`, policies…) are the core's, resolved
- * by `resolveRuntime` (client.ts).
+ * by `resolveRuntime` (client.ts); a request overrides some of them on its
+ * dispatch options (`StaunchDispatchFields`).
  */
 
 import type { LookupFunction } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
+import type { Dispatcher } from 'undici';
 import { CLIENT_KEYS } from '../client.js';
+import type { DeadlineHeader } from '../deadline-header.js';
 import { MAX_TIMER_MS } from '../internal/limits.js';
 import { checkNumber, checkObject, describe, keysOf } from '../internal/validate.js';
+import type { HedgeOptions, RetryOptions, TimeoutOptions } from '../options.js';
 import { resolveSsrfOptions, type SsrfOptions, type SsrfRules } from './ssrf.js';
+
+/** Per-request options, on the dispatch options as `staunch: { … }`. */
+export interface StaunchDispatchFields {
+  /** Overrides the interceptor's retry options for this request. */
+  retry?: RetryOptions | number | boolean;
+  /** Overrides the interceptor's deadlines for this request. */
+  timeout?: TimeoutOptions | number | false;
+  /** Sent in the idempotency header; makes any method replayable. */
+  idempotencyKey?: string;
+  /** Overrides the interceptor's `deadlineHeader` for this request (`false`: none). */
+  deadlineHeader?: DeadlineHeader;
+  /** Overrides the interceptor's hedging for this request; `false`: none (docs/hedging.md). */
+  hedge?: false | HedgeOptions;
+}
+
+/** Dispatch (or `undici.request`) options with staunch's per-request fields. */
+export type StaunchDispatchOptions<T extends object = Dispatcher.DispatchOptions> = T & {
+  staunch?: StaunchDispatchFields;
+};
 
 /** Timeouts per phase of one attempt, in ms. `0` disables one. */
 export interface PhaseTimeouts {
