@@ -22,7 +22,7 @@ import type { UndiciRuntime } from './client.js';
 type Controller = Dispatcher.DispatchController;
 type Handler = Dispatcher.DispatchHandler;
 
-/** @internal The module's comment; `handler` is on the current API (legacy.ts adapts the others). */
+/** @internal See the module's comment. `handler` speaks the current API (legacy.ts adapts others). */
 export class FirstAttempt extends Attempt implements FirstSink<Attempt> {
   readonly #client: UndiciRuntime;
   readonly #handler: Handler;
@@ -149,7 +149,6 @@ export class CallerController implements Controller {
   reason: Error | null = null;
   /** The attempt handed over, once there is one. */
   attempt: Attempt | undefined;
-
   readonly #owner: FirstAttempt;
 
   constructor(owner: FirstAttempt) {
