@@ -190,10 +190,14 @@ export class Flight<R> implements AdmitContext, RetryContext, FirstTicket, Sent 
 
   /** The request ends with `response` (handed back by the adapter or {@link handOver}). */
   done(response: R): R {
+    // Nothing to say: no listener of the end, no give-up to report (a success, usually).
+    const { on } = this.setup;
+    if (on.end === undefined && (this.#giveUp === undefined || on.giveUp === undefined)) {
+      return response;
+    }
     const status = this.exchange.status(response);
     // Read only for a listener: a response's headers are not scanned for nothing.
-    const replayed =
-      this.setup.on.end === undefined ? undefined : replayedBy(this.exchange.headers(response));
+    const replayed = on.end === undefined ? undefined : replayedBy(this.exchange.headers(response));
     this.#end(replayed === undefined ? { status } : { status, replayed });
     return response;
   }

@@ -37,9 +37,10 @@ function fromResponse<R>(flight: Flight<R>, sent: Sent, response: R, done: numbe
   const refined =
     status >= 400 ? classifyResponse(setup.classify, request, status, headers) : undefined;
   const kind = refined?.kind;
-  // Read only for a listener: a response's headers are not scanned for nothing.
-  const replayed = setup.on.attempt === undefined ? undefined : replayedBy(headers);
-  flight.onAttempt(sent, done, { status, kind, replayed });
+  // Said only to a listener: a response's headers are not scanned for nothing.
+  if (setup.on.attempt !== undefined) {
+    flight.onAttempt(sent, done, { status, kind, replayed: replayedBy(headers) });
+  }
   const pacing = setup.pacing(headers, status, done, policies?.limiter !== undefined);
   if (policies !== undefined) {
     feedback(policies, flight.key, sent.gate, { status, pacing, sentAt: started }, done);

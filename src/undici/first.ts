@@ -26,8 +26,7 @@ type Handler = Dispatcher.DispatchHandler;
 export class FirstAttempt extends Attempt implements FirstSink<Attempt> {
   readonly #client: UndiciRuntime;
   readonly #handler: Handler;
-  /** The caller's side of the logical request: aborted by the caller before a hand-over. */
-  readonly #logical = new AbortToken();
+  /** The caller's controller, also the logical request's signal (aborted before a hand-over). */
   readonly #controller: CallerController;
   #ticket: FirstTicket | undefined;
   #deadline: Deadline | undefined;
@@ -47,7 +46,8 @@ export class FirstAttempt extends Attempt implements FirstSink<Attempt> {
   run(dispatch: Dispatcher.Dispatch, opts: Dispatcher.DispatchOptions, mark: boolean): void {
     let call: DispatchCall;
     try {
-      call = new DispatchCall(this.#client, dispatch, opts, this.#logical.signal, mark, this);
+      const signal = this.#controller.signal;
+      call = new DispatchCall(this.#client, dispatch, opts, signal, mark, this);
     } catch (error) {
       this.reject(error);
       return;
@@ -113,9 +113,8 @@ export class FirstAttempt extends Attempt implements FirstSink<Attempt> {
     else if (this.#ended) void this.discard(Promise.resolve());
   }
 
-  /** The caller's abort before any response was handed over. */
+  /** The caller's abort before any response was handed over (the signal has fired). */
   abortLogical(reason: Error): void {
-    this.#logical.abort(reason);
     // Attempt 1 in flight is this handler's to end; otherwise the executor sees the abort.
     if (this.#ticket === undefined || this.phase !== 'sent') return;
     this.#settle({ ok: false, error: reason });
@@ -141,17 +140,21 @@ export class FirstAttempt extends Attempt implements FirstSink<Attempt> {
   }
 }
 
-/** Before a response is handed over its abort ends the request (`abortLogical`); after, it drives the attempt. */
-export class CallerController implements Controller {
+/**
+ * Before a response is handed over its abort ends the request (`abortLogical`); after, it
+ * drives the attempt. It is also the logical request's signal, which the executor reads
+ * (token.ts): aborted by the caller before a hand-over.
+ */
+export class CallerController extends AbortToken implements Controller {
   // The controller's state, plain fields rather than getters.
-  aborted = false;
   paused = false;
-  reason: Error | null = null;
+  override reason: Error | null = null;
   /** The attempt handed over, once there is one. */
   attempt: Attempt | undefined;
   readonly #owner: FirstAttempt;
 
   constructor(owner: FirstAttempt) {
+    super();
     this.#owner = owner;
   }
 
@@ -165,13 +168,18 @@ export class CallerController implements Controller {
     return this.attempt?.rawTrailers ?? null;
   }
 
-  abort(reason: Error): void {
+  override abort(reason: Error): void {
     if (this.aborted) return;
-    this.aborted = true;
     const error = reason ?? new Error('The request was aborted');
-    this.reason = error;
-    if (this.attempt !== undefined) this.attempt.callerAbort(error);
-    else this.#owner.abortLogical(error);
+    if (this.attempt !== undefined) {
+      this.aborted = true;
+      this.reason = error;
+      this.attempt.callerAbort(error);
+      return;
+    }
+    // The signal fires first (a retry's attempt, a wait), then attempt 1 in flight ends.
+    super.abort(error);
+    this.#owner.abortLogical(error);
   }
 
   pause(): void {
