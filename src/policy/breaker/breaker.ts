@@ -84,6 +84,8 @@ export class CircuitBreaker {
   /** Fail fast always, never wait for a probe's verdict. */
   readonly failFast: boolean;
   readonly #cfg: BreakerConfig;
+  /** The width of one of the window's buckets, ms: closed-state successes are batched by it. */
+  readonly #bucket: number;
   readonly #store: StateStore;
   readonly #clock: Clock;
   readonly #onStateChange: ((change: BreakerStateChange) => void) | undefined;
@@ -117,6 +119,7 @@ export class CircuitBreaker {
       consecutiveFailures: options.consecutiveFailures ?? 0,
       probeInterval: options.probeInterval,
     });
+    this.#bucket = Math.max(1, Math.floor(this.#cfg.window / BREAKER_BUCKETS));
     this.failFast = options.failFast;
     this.#store = store;
     this.#touch = (store as Partial<Touchable>)[TOUCH];
@@ -209,16 +212,28 @@ export class CircuitBreaker {
     now: number = this.#clock.now(),
     spare = 1,
   ): BreakerAdmission | Promise<BreakerAdmission> {
-    const storeKey = this.#storeKey(key);
     const touch = this.#touch;
     if (touch !== undefined) {
       // The memory store, a circuit closed when last looked at and untouched since: the
       // admission would read it and write it back as it is, so it only extends its life.
       const seen = this.#closed.get(key);
-      if (seen !== undefined && touch(storeKey, seen.state, now, this.#cfg.window)) {
+      if (seen !== undefined && touch(this.#storeKey(key), seen.state, now, this.#cfg.window)) {
         return this.#admitted(key, seen.result, now);
       }
     }
+    return this.#ask(key, leaseMs, waitMs, now, spare);
+  }
+
+  /** {@link admit} as the store decides it (a small `admit` is inlined where it is called). */
+  #ask(
+    key: string,
+    leaseMs: number,
+    waitMs: number,
+    now: number,
+    spare: number,
+  ): BreakerAdmission | Promise<BreakerAdmission> {
+    const storeKey = this.#storeKey(key);
+    const touch = this.#touch;
     const lease =
       (Number.isFinite(leaseMs) && leaseMs > 0 ? leaseMs : this.#cfg.maxBreakDuration) +
       PROBE_LEASE_GRACE;
@@ -338,7 +353,7 @@ export class CircuitBreaker {
   /** Counts `count` closed-state successes of generation `gen` that ended within one bucket, `now`. */
   #succeeded(key: string, gen: number, count: number, now: number): void | Promise<void> {
     const pending = this.#successes.get(key);
-    const start = now - (now % this.#bucketWidth());
+    const start = now - (now % this.#bucket);
     if (pending !== undefined && pending.gen === gen && pending.start === start) {
       pending.count += count;
       return;
@@ -357,10 +372,6 @@ export class CircuitBreaker {
       },
       now,
     );
-  }
-
-  #bucketWidth(): number {
-    return Math.max(1, Math.floor(this.#cfg.window / BREAKER_BUCKETS));
   }
 
   #record(key: string, args: BreakerRecordArgs, now: number): void | Promise<void> {
