@@ -57,42 +57,8 @@ function systemSleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-/**
- * Whole milliseconds since the epoch, as `readWall` (`Date.now`) says: the
- * wall clock read at most once a second, the monotonic `readMono` in between.
- * A reading of `Date.now()` is a runtime call on Node 26 (about 400
- * instructions, counted with callgrind) and `performance.now()` 90 to 180;
- * the executor reads the time twice a request. It lags `readWall` by at most
- * 1 ms (and what the two clocks drift apart in a second, micro-seconds under
- * NTP's slew); a step of the wall clock shows within a second.
- * @internal
- */
-export function wallClock(readMono: () => number, readWall: () => number): () => number {
-  let wall = 0;
-  let mono = Number.NEGATIVE_INFINITY;
-  return () => {
-    const m = readMono();
-    const since = m - mono;
-    if (since >= 0 && since < 1000) return wall + Math.floor(since);
-    wall = readWall();
-    mono = m;
-    return wall;
-  };
-}
-
-// Taken when this module loads, as `Date.now` always was: fake timers installed later
-// replace the globals, not these.
-const dateNow = Date.now;
-const perf = typeof performance !== 'undefined' ? performance : undefined;
-
-/** The real clock: the wall clock (see {@link wallClock}) and `setTimeout`. */
-export const systemClock: Clock = Object.freeze({
-  now:
-    perf !== undefined && typeof perf.now === 'function'
-      ? wallClock(() => perf.now(), dateNow)
-      : dateNow,
-  sleep: systemSleep,
-});
+/** The real clock: `Date.now()` and `setTimeout`. */
+export const systemClock: Clock = Object.freeze({ now: Date.now, sleep: systemSleep });
 
 /**
  * Runs `onFire` after `ms` on `clock` unless the returned function is called
